@@ -1,0 +1,26 @@
+package ioctl
+
+import "syscall"
+
+// Kernel-internal errnos the driver returns that user space never sees as
+// such through FUSE: the kernel rejects a FUSE reply whose errno is 512 or
+// more and leaves the caller asleep, so they are mapped before replying.
+const (
+	ENOIOCTLCMD syscall.Errno = 515 // the VFS shows it as ENOTTY
+	ENOTSUPP    syscall.Errno = 524 // shown here as EOPNOTSUPP
+)
+
+// ClampErrno maps an errno to one FUSE can deliver (1..511).
+func ClampErrno(e syscall.Errno) syscall.Errno {
+	switch {
+	case e == 0:
+		return 0
+	case e == ENOIOCTLCMD:
+		return syscall.ENOTTY
+	case e == ENOTSUPP:
+		return syscall.EOPNOTSUPP
+	case e >= 512:
+		return syscall.EIO
+	}
+	return e
+}

@@ -1,0 +1,148 @@
+package ioctl
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// Lane says which of the driver's two ioctl entry points serves a command.
+type Lane uint8
+
+const (
+	// LaneMain commands need a normal (non-O_WRONLY) fd; on a free-access
+	// fd they fail with EINVAL.
+	LaneMain Lane = iota
+	// LaneMisc commands are served on every fd.
+	LaneMisc
+)
+
+func (l Lane) String() string {
+	if l == LaneMisc {
+		return "misc"
+	}
+	return "main"
+}
+
+// Command is one ioctl macro of the driver.
+type Command struct {
+	Name        string       // macro name, e.g. NEURON_IOCTL_DEVICE_INFO
+	Cmd         uint32       // full command value
+	ArgType     reflect.Type // Go mirror of the argument (nil: none, or never defined)
+	ArgSize     int          // sizeof the C argument; 0 none, -1 undefined
+	Dir         uint32       // _IOC_DIR as encoded (often inverted w.r.t. the data flow)
+	Lane        Lane
+	AttachGated bool // main lane refuses it with EACCES unless the tgid is attached
+	// Blocking commands may sleep for long (reset wait, CRWL, scrub, async
+	// copy wait): a transport with per-CPU queues must move them off-queue.
+	Blocking bool
+}
+
+// Nr returns the command's _IOC_NR.
+func (c *Command) Nr() uint32 { return Nr(c.Cmd) }
+
+// EncodedSize returns the command's _IOC_SIZE, which for most commands is
+// the size of a pointer, not of ArgType.
+func (c *Command) EncodedSize() uint32 { return Size(c.Cmd) }
+
+// Table is the ABI of one driver version.
+type Table struct {
+	Version string
+	Parent  *Table
+	byCmd   map[uint32]*Command
+	byNr    map[uint32][]*Command
+	all     []*Command
+}
+
+// blocking lists the commands whose handlers wait.
+var blocking = map[uint32]bool{
+	CmdDeviceReady:      true,
+	CmdNCResetReady:     true,
+	CmdHBMScrubWait:     true,
+	CmdCRWLReaderEnter:  true,
+	CmdCRWLWriterEnter:  true,
+	CmdMemCopyAsyncWait: true,
+	CmdCInitSetState:    true,
+	CmdMemCopy:          true,
+	CmdMemCopy64:        true,
+	CmdMemBufCopy:       true,
+	CmdMemBufCopy64:     true,
+	CmdMemBufZerocopy64: true,
+	CmdMemset:           true,
+	CmdMemset64:         true,
+}
+
+// newTable builds a version from its parent plus the commands it changes.
+func newTable(version string, parent *Table, changed []Command) *Table {
+	t := &Table{Version: version, Parent: parent, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
+	merged := map[string]Command{}
+	var order []string
+	if parent != nil {
+		for _, c := range parent.all {
+			merged[c.Name] = *c
+			order = append(order, c.Name)
+		}
+	}
+	for _, c := range changed {
+		if _, ok := merged[c.Name]; !ok {
+			order = append(order, c.Name)
+		}
+		c.Blocking = blocking[c.Cmd]
+		merged[c.Name] = c
+	}
+	for _, name := range order {
+		c := merged[name]
+		p := &c
+		t.all = append(t.all, p)
+		t.byCmd[c.Cmd] = p
+		t.byNr[c.Nr()] = append(t.byNr[c.Nr()], p)
+	}
+	return t
+}
+
+var versions = func() map[string]*Table {
+	v2_25_4_0 := newTable("2.25.4.0", nil, commands2_25_4_0)
+	return map[string]*Table{v2_25_4_0.Version: v2_25_4_0}
+}()
+
+// DefaultVersion is the driver version emulated unless asked otherwise.
+const DefaultVersion = "2.25.4.0"
+
+// ForVersion returns the ABI table of a driver version.
+func ForVersion(v string) (*Table, error) {
+	t, ok := versions[v]
+	if !ok {
+		return nil, fmt.Errorf("ioctl: no ABI table for driver version %q (known: %s)", v, DefaultVersion)
+	}
+	return t, nil
+}
+
+// Default returns the table of DefaultVersion.
+func Default() *Table { return versions[DefaultVersion] }
+
+// Lookup finds a command by its exact value.
+func (t *Table) Lookup(cmd uint32) (*Command, bool) {
+	c, ok := t.byCmd[cmd]
+	return c, ok
+}
+
+// ByNr returns the commands sharing an _IOC_NR (size or direction variants).
+func (t *Table) ByNr(nr uint32) []*Command { return t.byNr[nr] }
+
+// ByName finds a command by macro name.
+func (t *Table) ByName(name string) (*Command, bool) {
+	for _, c := range t.all {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// Commands returns every command of the version, in table order.
+func (t *Table) Commands() []*Command { return t.all }
+
+// TypeOfC returns the Go mirror of a C struct tag (e.g. "neuron_ioctl_device_info").
+func TypeOfC(tag string) (reflect.Type, bool) {
+	t, ok := cTypes[tag]
+	return t, ok
+}
