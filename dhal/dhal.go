@@ -1,0 +1,223 @@
+// Package dhal holds the per-architecture facts of the emulated Neuron
+// devices (driver aws-neuronx-dkms 2.25.4.0) and the EC2 instance profiles
+// the emulator can pretend to be.
+//
+// Everything here is immutable data. Functions that hand out slices or
+// structs return fresh copies, so callers may modify what they get.
+package dhal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Arch is the driver's architecture enum (DEVICE_BASIC_INFO.architecture).
+type Arch uint32
+
+// Architectures supported by driver 2.25.4.0. Inf1 (v1) support was removed.
+const (
+	V2 Arch = 2 // Trn1, Inf2
+	V3 Arch = 3 // Trn2
+	V4 Arch = 4 // Trn3
+)
+
+func (a Arch) String() string {
+	switch a {
+	case V2:
+		return "v2"
+	case V3:
+		return "v3"
+	case V4:
+		return "v4"
+	}
+	return fmt.Sprintf("Arch(%d)", uint32(a))
+}
+
+// Platform is the driver's platform type; values equal the driver enum.
+type Platform int
+
+const (
+	PlatformStandard    Platform = iota // single 16-device box (or smaller)
+	PlatformUltraServer                 // pod of up to 4 nodes, pod election runs
+	PlatformPDS                         // switched pod; pod data are spoofed
+)
+
+func (p Platform) String() string {
+	switch p {
+	case PlatformStandard:
+		return "standard"
+	case PlatformUltraServer:
+		return "ultraserver"
+	case PlatformPDS:
+		return "pds"
+	}
+	return fmt.Sprintf("Platform(%d)", int(p))
+}
+
+// Limits shared by all architectures.
+const (
+	MaxDevices        = 64  // neuron_devices[] size; routing ids must be below this
+	MaxDevicesPDS     = 128 // routing-id limit on PDS platforms
+	MaxCoresPerDevice = 8   // per-device arrays in the driver are sized for 8 cores
+	MaxTopSPs         = 16
+	RIDMapEntries     = 64 // entries of HOST_DEVICE_ID_TO_RID_MAP's array (260-byte struct)
+	NCMapEntries      = 128
+)
+
+// Layout of one core's TPB window in BAR0 (identical on every arch).
+const (
+	TPBWindowSize      = 0x4000000 // stride between cores' windows
+	TPBSBUFSize        = 0x2000000 // state buffer at the start of the window
+	TPBEventsOffset    = 0x2700000 // 256 x u32 events
+	TPBSemReadOffset   = 0x2701000 // 256 x u32, read current value
+	TPBSemSetOffset    = 0x2701400 // write sets
+	TPBSemIncOffset    = 0x2701800 // write adds
+	TPBSemDecOffset    = 0x2701c00 // write subtracts
+	TPBSemaphoreArea   = 0x2000    // events+semaphores, the SEMAPHORE mmap size
+	TopSPWindowSize    = 0x400000
+	NQSlotStride       = 0x28 // notification-queue register slot inside a block
+	NQSlotBaseLoOffset = 0x100
+	NQSlotBaseHiOffset = 0x104
+	NQSlotSizeOffset   = 0x108
+	NQSlotHeadOffset   = 0x10c
+)
+
+// InvalidOffset is returned by the offset helpers for an out-of-range index.
+// Callers are expected to validate indices against the counts first.
+const InvalidOffset = ^uint64(0)
+
+// ArchFacts is everything the emulator needs that depends only on the
+// architecture. Obtain it with Facts; each call returns a private copy.
+type ArchFacts struct {
+	Arch                  Arch
+	CoresPerDevice        int    // nc_per_device
+	ActiveCoreMap         uint32 // default dev_nc_map
+	DiesPerDevice         int    // power sampling dies
+	TopSPsPerDevice       int
+	SemaphoresPerCore     int
+	EventsPerCore         int
+	DMAEnginesPerCore     int
+	DMAEnginesPerDevice   int // hardware engines, including the h2t ones
+	DMAEngineSlots        int // driver array size; eng_id checks use this on every arch
+	DMAEnginesResetOnExit int // dma_eng_per_nd: engines whose queues are reset when a process exits
+	QueuesPerEngine       int
+	HBMChannels           int
+	HBMBases              []uint64 // device physical address of each channel
+	HBMSize               uint64   // active bytes per channel
+	BAR4ChannelStride     uint64   // BAR4 offset of channel k is k*stride (V2: channel 1 at 0x400000000)
+	HostBase              uint64   // pci_host_base: OR'ed into host physical addresses
+	MiscRAMBar0           uint64   // FW-IO misc RAM offset inside BAR0
+	MiscRAMDevice         uint64   // the same block as a device address
+	// BAR0Size is not read by the driver; it is the smallest power of two
+	// covering every register block the driver touches (V2: the APB block at
+	// 0x30000000 ends below 1 GiB; V3/V4: the TOP_SP windows end at 0xf4800000).
+	BAR0Size             uint64
+	CompatMax, CompatMin uint32 // COMPATIBLE_VERSION (reported max first)
+	NQTypes              int    // notification-queue types present in hardware
+	NQQueuesPerType      int
+	ResetInitiateMaxWait time.Duration
+	// PodLinkEngines are the DMA engines pod election uses to reach the
+	// left ([0]) and right ([1]) neighbour node; zero on V2 (no pods).
+	PodLinkEngines [2][2]int
+
+	tpbBase     uint64   // BAR0 offset of core 0's TPB window; cores follow at TPBWindowSize
+	h2tEngine   []int    // per core
+	h2tQueue    []int    // per core
+	coreNQ      []uint64 // per core NOTIFIC block in BAR0
+	topSPNQ     []uint64 // per TOP_SP NOTIFIC block in BAR0
+	topSPWindow []uint64 // per TOP_SP 4 MiB window in BAR0
+}
+
+// archBuilders map an arch to the function building its facts; each call
+// builds fresh slices, so nothing handed out is shared.
+var archBuilders = map[Arch]func() ArchFacts{
+	V2: v2Facts,
+	V3: v3Facts,
+	V4: v4Facts,
+}
+
+// Facts returns a private copy of the facts of architecture a.
+func Facts(a Arch) (*ArchFacts, error) {
+	build, ok := archBuilders[a]
+	if !ok {
+		return nil, fmt.Errorf("dhal: unsupported architecture %d", uint32(a))
+	}
+	f := build()
+	return &f, nil
+}
+
+func pick[T any](tbl []T, i int, bad T) T {
+	if i < 0 || i >= len(tbl) {
+		return bad
+	}
+	return tbl[i]
+}
+
+// TPBBase returns the BAR0 offset of core's TPB window (InvalidOffset if
+// core is out of range).
+func (f *ArchFacts) TPBBase(core int) uint64 {
+	if core < 0 || core >= f.CoresPerDevice {
+		return InvalidOffset
+	}
+	return f.tpbBase + uint64(core)*TPBWindowSize
+}
+
+// H2TEngine returns the DMA engine the driver uses for core's host<->device
+// copies (-1 if core is out of range).
+func (f *ArchFacts) H2TEngine(core int) int { return pick(f.h2tEngine, core, -1) }
+
+// H2TDefaultQueue returns core's default queue on its h2t engine (-1 if out
+// of range). On V3/V4 two cores share one engine and take queues 0 and 1.
+func (f *ArchFacts) H2TDefaultQueue(core int) int { return pick(f.h2tQueue, core, -1) }
+
+// NotificationBlock returns the BAR0 offset of core's NOTIFIC block.
+func (f *ArchFacts) NotificationBlock(core int) uint64 {
+	return pick(f.coreNQ, core, InvalidOffset)
+}
+
+// TopSPNotificationBlock returns the BAR0 offset of TOP_SP ts's NOTIFIC block.
+func (f *ArchFacts) TopSPNotificationBlock(ts int) uint64 {
+	return pick(f.topSPNQ, ts, InvalidOffset)
+}
+
+// TopSPWindow returns the BAR0 offset of TOP_SP ts's 4 MiB window.
+func (f *ArchFacts) TopSPWindow(ts int) uint64 {
+	return pick(f.topSPWindow, ts, InvalidOffset)
+}
+
+// NQSlot returns the BAR0 offset of queue slot q inside NOTIFIC block base.
+func NQSlot(base uint64, q int) uint64 { return base + NQSlotBaseLoOffset + uint64(q)*NQSlotStride }
+
+// strided lists n offsets starting at base, stride apart.
+func strided(base, stride uint64, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = base + uint64(i)*stride
+	}
+	return out
+}
+
+// Product is one PCI chip model.
+type Product struct {
+	Name         string // "Trn1", "Inf2", "Trn2", "Trn3"
+	Arch         Arch
+	PCIVendor    uint16
+	PCIDevice    uint16
+	NDArchType   string // info/architecture/arch_type ("ND" + suffix)
+	NCArchType   string // neuron_core<c>/info/architecture/arch_type ("NC" + suffix)
+	InstanceType string // info/architecture/instance_type
+	DeviceName   string // info/architecture/device_name
+}
+
+// BDF is a PCI address.
+type BDF struct {
+	Domain uint32
+	Bus    uint32
+	Slot   uint8
+	Func   uint8
+}
+
+// String formats b the way lspci and sysfs do, e.g. "0000:10:1c.0".
+func (b BDF) String() string {
+	return fmt.Sprintf("%04x:%02x:%02x.%x", b.Domain, b.Bus, b.Slot, b.Func)
+}

@@ -1,0 +1,205 @@
+package dhal
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func mustFacts(t *testing.T, a Arch) *ArchFacts {
+	t.Helper()
+	f, err := Facts(a)
+	if err != nil {
+		t.Fatalf("Facts(%v): %v", a, err)
+	}
+	return f
+}
+
+func TestArchAndPlatformStrings(t *testing.T) {
+	for a, want := range map[Arch]string{V2: "v2", V3: "v3", V4: "v4", 7: "Arch(7)"} {
+		if got := a.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", uint32(a), got, want)
+		}
+	}
+	if PlatformStandard != 0 || PlatformUltraServer != 1 || PlatformPDS != 2 {
+		t.Error("platform values must equal the driver enum")
+	}
+	if PlatformUltraServer.String() != "ultraserver" {
+		t.Errorf("got %q", PlatformUltraServer.String())
+	}
+}
+
+func TestFactsUnknownArch(t *testing.T) {
+	if _, err := Facts(1); err == nil {
+		t.Error("Facts(1) should fail (Inf1 support was removed)")
+	}
+}
+
+func TestFactsCounts(t *testing.T) {
+	type counts struct {
+		cores, dies, topsps, engPerDev, engSlots, engReset, hbm, nqTypes int
+		coreMap                                                          uint32
+		compatMax, compatMin                                             uint32
+		wait                                                             time.Duration
+	}
+	want := map[Arch]counts{
+		V2: {2, 1, 6, 34, 132, 32, 2, 6, 0x3, 7, 5, 120 * time.Second},
+		V3: {8, 2, 16, 132, 132, 128, 4, 5, 0xff, 11, 10, 480 * time.Second},
+		V4: {8, 2, 16, 132, 132, 128, 4, 5, 0xff, 11, 10, 480 * time.Second},
+	}
+	for a, w := range want {
+		f := mustFacts(t, a)
+		got := counts{f.CoresPerDevice, f.DiesPerDevice, f.TopSPsPerDevice, f.DMAEnginesPerDevice,
+			f.DMAEngineSlots, f.DMAEnginesResetOnExit, f.HBMChannels, f.NQTypes, f.ActiveCoreMap,
+			f.CompatMax, f.CompatMin, f.ResetInitiateMaxWait}
+		if got != w {
+			t.Errorf("%v: got %+v, want %+v", a, got, w)
+		}
+		if f.Arch != a || f.SemaphoresPerCore != 256 || f.EventsPerCore != 256 ||
+			f.DMAEnginesPerCore != 16 || f.QueuesPerEngine != 16 || f.NQQueuesPerType != 16 {
+			t.Errorf("%v: common counts wrong: %+v", a, f)
+		}
+		if len(f.HBMBases) != f.HBMChannels {
+			t.Errorf("%v: %d HBM bases for %d channels", a, len(f.HBMBases), f.HBMChannels)
+		}
+		if f.ActiveCoreMap != 1<<f.CoresPerDevice-1 {
+			t.Errorf("%v: core map %#x does not cover %d cores", a, f.ActiveCoreMap, f.CoresPerDevice)
+		}
+	}
+}
+
+func TestFactsAddresses(t *testing.T) {
+	v2, v3, v4 := mustFacts(t, V2), mustFacts(t, V3), mustFacts(t, V4)
+	checks := []struct {
+		name      string
+		got, want uint64
+	}{
+		{"v2 host base", v2.HostBase, 0x100000000000},
+		{"v3 host base", v3.HostBase, 0x400000000000},
+		{"v4 host base", v4.HostBase, 0x400000000000},
+		{"v2 hbm size", v2.HBMSize, 0x400000000},
+		{"v3 hbm size", v3.HBMSize, 0x600000000},
+		{"v4 hbm size", v4.HBMSize, 0x900000000},
+		{"v2 misc ram", v2.MiscRAMBar0, 0x30fa0000},
+		{"v3 misc ram", v3.MiscRAMBar0, 0x6c84000},
+		{"v4 misc ram", v4.MiscRAMBar0, 0x6c84000},
+		{"v2 misc ram dev", v2.MiscRAMDevice, 0xffff0fa0000},
+		{"v3 misc ram dev", v3.MiscRAMDevice, 0x8006c84000},
+		{"v2 tpb 1", v2.TPBBase(1), 0x4000000},
+		{"v3 tpb 0", v3.TPBBase(0), 0xd0000000},
+		{"v3 core 7 events", v3.TPBBase(7) + TPBEventsOffset, 0xee700000},
+		{"v3 core 7 sem read", v3.TPBBase(7) + TPBSemReadOffset, 0xee701000},
+		{"v2 nq core 1", v2.NotificationBlock(1), 0x30c35000},
+		{"v3 nq core 5", v3.NotificationBlock(5), 0x46181000},
+		{"v4 nq core 7", v4.NotificationBlock(7), 0x46581000},
+		{"v2 ts nq 5", v2.TopSPNotificationBlock(5), 0x30e04000 + 5*0x40000},
+		{"v3 ts nq 7", v3.TopSPNotificationBlock(7), 0x6a00000 + 7*0x40000},
+		{"v3 ts nq 8", v3.TopSPNotificationBlock(8), 0x46a00000},
+		{"v3 ts nq 15", v3.TopSPNotificationBlock(15), 0x46a00000 + 7*0x40000},
+		{"v2 ts win 5", v2.TopSPWindow(5), 0x10000000 + 5*0x400000},
+		{"v3 ts win 8", v3.TopSPWindow(8), 0xf2800000},
+		{"nq slot 3", NQSlot(0x6001000, 3), 0x6001000 + 0x100 + 3*0x28},
+		{"bad core", v2.TPBBase(2), InvalidOffset},
+		{"bad nq", v3.NotificationBlock(-1), InvalidOffset},
+		{"bad ts", v3.TopSPNotificationBlock(16), InvalidOffset},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %#x, want %#x", c.name, c.got, c.want)
+		}
+	}
+	wantBases := map[Arch][]uint64{
+		V2: {0x0, 0x1000000000},
+		V3: {0x0, 0x4000000000, 0x800000000000, 0x804000000000},
+		V4: {0x0, 0x4000000000, 0x800000000000, 0x804000000000},
+	}
+	for a, w := range wantBases {
+		if got := mustFacts(t, a).HBMBases; !reflect.DeepEqual(got, w) {
+			t.Errorf("%v HBM bases = %#x, want %#x", a, got, w)
+		}
+	}
+	if v3.PodLinkEngines != [2][2]int{{36, 68}, {4, 100}} || v4.PodLinkEngines != [2][2]int{{40, 72}, {8, 104}} {
+		t.Errorf("pod link engines: v3 %v v4 %v", v3.PodLinkEngines, v4.PodLinkEngines)
+	}
+}
+
+// Every register block the facts name must lie inside the chosen BAR0 size.
+func TestBAR0SizeCoversBlocks(t *testing.T) {
+	for _, a := range []Arch{V2, V3, V4} {
+		f := mustFacts(t, a)
+		var offs []uint64
+		for c := 0; c < f.CoresPerDevice; c++ {
+			offs = append(offs, f.TPBBase(c)+TPBWindowSize-1, f.NotificationBlock(c))
+		}
+		for ts := 0; ts < f.TopSPsPerDevice; ts++ {
+			offs = append(offs, f.TopSPWindow(ts)+TopSPWindowSize-1, f.TopSPNotificationBlock(ts))
+		}
+		offs = append(offs, f.MiscRAMBar0+0x1000)
+		for _, o := range offs {
+			if o >= f.BAR0Size {
+				t.Errorf("%v: offset %#x beyond BAR0 size %#x", a, o, f.BAR0Size)
+			}
+		}
+	}
+}
+
+func TestH2T(t *testing.T) {
+	v2, v3 := mustFacts(t, V2), mustFacts(t, V3)
+	if v2.H2TEngine(0) != 32 || v2.H2TEngine(1) != 33 || v2.H2TDefaultQueue(1) != 0 {
+		t.Errorf("v2 h2t: %d %d q%d", v2.H2TEngine(0), v2.H2TEngine(1), v2.H2TDefaultQueue(1))
+	}
+	for c := 0; c < 8; c++ {
+		if v3.H2TEngine(c) != 128+c/2 || v3.H2TDefaultQueue(c) != c%2 {
+			t.Errorf("v3 core %d: engine %d queue %d", c, v3.H2TEngine(c), v3.H2TDefaultQueue(c))
+		}
+	}
+	if v3.H2TEngine(8) != -1 || v2.H2TDefaultQueue(-1) != -1 {
+		t.Error("out-of-range core should give -1")
+	}
+}
+
+func TestFactsAreCopies(t *testing.T) {
+	f := mustFacts(t, V3)
+	f.HBMBases[1] = 42
+	f.coreNQ[0] = 42
+	g := mustFacts(t, V3)
+	if g.HBMBases[1] != 0x4000000000 || g.NotificationBlock(0) != 0x6001000 {
+		t.Error("modifying one Facts result changed another")
+	}
+}
+
+func TestProducts(t *testing.T) {
+	want := []Product{
+		{"Trn1", V2, 0x1d0f, 0x7164, "NDv2", "NCv2", "Trn1", "Trainium1"},
+		{"Inf2", V2, 0x1d0f, 0x7264, "NDv3", "NCv2", "Inf2", "Inferentia2"},
+		{"Trn2", V3, 0x1d0f, 0x7364, "NDv3", "NCv3", "Trn2", "Trainium2"},
+		{"Trn3", V4, 0x1d0f, 0x7564, "NDv4", "NCv4", "Trn3", "Trainium3"},
+	}
+	for _, w := range want {
+		p, err := LookupProduct(w.Name)
+		if err != nil || *p != w {
+			t.Errorf("LookupProduct(%s) = %+v, %v; want %+v", w.Name, p, err, w)
+		}
+		q, err := ProductForPCI(w.PCIVendor, w.PCIDevice)
+		if err != nil || q.Name != w.Name {
+			t.Errorf("ProductForPCI(%04x) = %+v, %v", w.PCIDevice, q, err)
+		}
+	}
+	if p, err := ProductForPCI(0x1d0f, 0x7565); err != nil || p.Name != "Trn3" || p.PCIDevice != 0x7565 {
+		t.Errorf("second Trn3 id: %+v, %v", p, err)
+	}
+	for _, id := range []uint16{0x7064, 0x1234} {
+		if _, err := ProductForPCI(0x1d0f, id); err == nil {
+			t.Errorf("ProductForPCI(%04x) should fail", id)
+		}
+	}
+}
+
+func TestBDFString(t *testing.T) {
+	if s := (BDF{Domain: 0, Bus: 0x10, Slot: 0x1c, Func: 0}).String(); s != "0000:10:1c.0" {
+		t.Errorf("got %q", s)
+	}
+	if s := (BDF{Domain: 1, Bus: 0xcc, Slot: 0, Func: 3}).String(); s != "0001:cc:00.3" {
+		t.Errorf("got %q", s)
+	}
+}
