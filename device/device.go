@@ -1,0 +1,168 @@
+package device
+
+import (
+	"sync"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+)
+
+// State is the driver's device_state, as the sysfs reset file prints it.
+type State int
+
+const (
+	StateReset   State = 0 // a device reset is in progress
+	StateReady   State = 1
+	StateInvalid State = 2 // the last driver-internal reset failed
+)
+
+// MaxProcessesPerDevice is the size of the driver's attach table.
+const MaxProcessesPerDevice = 16
+
+type attachSlot struct {
+	tgid  int32
+	count int // opens minus flushes by this tgid
+}
+
+// Device is one emulated /dev/neuronN.
+type Device struct {
+	Index int
+	sys   *System
+	log   *logrus.Entry
+
+	mu        sync.Mutex
+	openCount int // normal-fd opens not yet released
+	slots     [MaxProcessesPerDevice]attachSlot
+	state     State
+}
+
+func newDevice(s *System, index int) *Device {
+	return &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index)}
+}
+
+// System returns the host the device belongs to.
+func (d *Device) System() *System { return d.sys }
+
+// State returns the device state.
+func (d *Device) State() State {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state
+}
+
+// File is one open file description of a device node.
+type File struct {
+	Dev *Device
+	// FreeAccess marks an O_WRONLY open: it never attaches and reaches
+	// only the misc lane.
+	FreeAccess bool
+}
+
+// Open does what the driver's open does for the calling tgid.
+func (d *Device) Open(flags int, tgid int32) (*File, syscall.Errno) {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		return &File{Dev: d, FreeAccess: true}, 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch d.state {
+	case StateInvalid:
+		return nil, syscall.EINVAL
+	}
+	if errno := d.attachLocked(tgid); errno != 0 {
+		d.log.WithFields(logrus.Fields{"tgid": tgid}).Warn("open refused: attach table full")
+		return nil, errno
+	}
+	d.openCount++
+	return &File{Dev: d}, 0
+}
+
+func (d *Device) attachLocked(tgid int32) syscall.Errno {
+	free := -1
+	for i := range d.slots {
+		if d.slots[i].count > 0 && d.slots[i].tgid == tgid {
+			d.slots[i].count++
+			return 0
+		}
+		if d.slots[i].count == 0 && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
+		return syscall.EBUSY
+	}
+	d.slots[free] = attachSlot{tgid: tgid, count: 1}
+	return 0
+}
+
+// Flush runs on every close() of a descriptor of f, by the closing tgid.
+func (f *File) Flush(tgid int32) {
+	if f.FreeAccess {
+		// Core range marks of tgid are released here in the driver; the
+		// range allocator is not emulated yet, so there is nothing to drop.
+		return
+	}
+	d := f.Dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.slots {
+		s := &d.slots[i]
+		if s.count > 0 && s.tgid == tgid {
+			s.count--
+			if s.count == 0 {
+				s.tgid = 0
+				d.log.WithField("tgid", tgid).Debug("process detached")
+			}
+			return
+		}
+	}
+}
+
+// Release runs when the last reference to the open file goes away.
+func (f *File) Release() {
+	if f.FreeAccess {
+		return
+	}
+	d := f.Dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.openCount > 0 {
+		d.openCount--
+	}
+}
+
+// IsAttached reports whether tgid holds an attach slot.
+func (d *Device) IsAttached(tgid int32) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.isAttachedLocked(tgid)
+}
+
+func (d *Device) isAttachedLocked(tgid int32) bool {
+	for _, s := range d.slots {
+		if s.count > 0 && s.tgid == tgid {
+			return true
+		}
+	}
+	return false
+}
+
+// AttachedPIDs returns the attached tgids in slot order.
+func (d *Device) AttachedPIDs() []int32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []int32
+	for _, s := range d.slots {
+		if s.count > 0 {
+			out = append(out, s.tgid)
+		}
+	}
+	return out
+}
+
+// OpenCount returns the number of normal-fd opens not yet released.
+func (d *Device) OpenCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.openCount
+}

@@ -1,0 +1,33 @@
+package device
+
+// handlers maps command macro names to their handlers. A command absent
+// here is answered by unsupported. Size and direction variants matched by
+// _IOC_NR share one entry per family member.
+var handlers = map[string]Handler{
+	// Discovery and identity (info.go).
+	"NEURON_IOCTL_DEVICE_BASIC_INFO":               deviceBasicInfo,
+	"NEURON_IOCTL_DEVICE_INFO":                     deviceInfo,
+	"NEURON_IOCTL_DEVICE_BDF":                      deviceBDF,
+	"NEURON_IOCTL_DEVICE_BDF_EXT":                  deviceBDFExt,
+	"NEURON_IOCTL_COMPATIBLE_VERSION":              compatibleVersion,
+	"NEURON_IOCTL_DRIVER_INFO_GET":                 driverInfo,
+	"NEURON_IOCTL_DRIVER_INFO_SET":                 driverInfo,
+	"NEURON_IOCTL_HOST_DEVICE_ID":                  hostDeviceID,
+	"NEURON_IOCTL_HOST_DEVICE_ID_TO_RID_MAP":       hostDeviceIDToRIDMap,
+	"NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP":  logicalToPhysicalNCMap,
+	"NEURON_IOCTL_DEVICE_APP_PID":                  deviceAppPID,
+	"NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO":        deviceGetAllAppsInfo,
+	"NEURON_IOCTL_NC_PID_STATE_DUMP":               ncPIDStateDump,
+	"NEURON_IOCTL_PRINTK":                          printk,
+	"NEURON_IOCTL_METRICS_CTRL":                    metricsCtrl,
+
+	// Commands the driver answers without doing anything (stubs.go).
+	"NEURON_IOCTL_DEVICE_INIT":              returnZero,
+	"NEURON_IOCTL_DEVICE_RELEASE":           returnZero,
+	"NEURON_IOCTL_DMA_ENG_INIT":             returnZero,
+	"NEURON_IOCTL_DMA_QUEUE_RELEASE":        returnZero,
+	"NEURON_IOCTL_NOTIFICATIONS_DESTROY_V1": returnZero,
+	"NEURON_IOCTL_NOTIFICATIONS_QUEUE_INFO": returnMinusOne,
+	"NEURON_IOCTL_DMA_QUIESCE_QUEUES":       noIoctlCmd,
+	"NEURON_IOCTL_DEVICE_RESET_STATUS":      deviceResetStatus,
+}

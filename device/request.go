@@ -1,0 +1,79 @@
+package device
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// UserMemory reads and writes the calling process's address space, the way
+// copy_from_user/copy_to_user do: a short count means a fault part way.
+type UserMemory interface {
+	ReadAt(p []byte, addr uint64) (int, error)
+	WriteAt(p []byte, addr uint64) (int, error)
+}
+
+// Caller identifies the task that issued a request.
+type Caller struct {
+	Tid  int32
+	Tgid int32 // the driver keys everything by tgid
+}
+
+// Request is one ioctl as a handler sees it.
+type Request struct {
+	Ctx    context.Context
+	File   *File
+	Cmd    uint32 // the raw command value, as the caller passed it
+	Arg    uint64 // the caller's argument (a user address for most commands)
+	Caller Caller
+	Mem    UserMemory
+	// In holds the _IOC_SIZE bytes the kernel already copied in for
+	// _IOC_WRITE commands (nil otherwise): reading them costs nothing.
+	In []byte
+}
+
+// Dev returns the device the request targets.
+func (r *Request) Dev() *Device { return r.File.Dev }
+
+// Sys returns the emulated host.
+func (r *Request) Sys() *System { return r.File.Dev.sys }
+
+// Result is what a handler returns: a non-negative value passed to the
+// caller as ioctl()'s return, or a negative errno.
+type Result int64
+
+// Errno makes a Result from an errno.
+func Errno(e syscall.Errno) Result { return -Result(e) }
+
+// notCopied is the positive "bytes not copied" count the driver returns
+// when a user copy faults.
+func notCopied(want, got int) Result { return Result(want - got) }
+
+// copyIn fills v from user memory at addr. It returns 0, or the driver's
+// positive not-copied count.
+func copyIn[T any](r *Request, addr uint64, v *T) Result {
+	b := ioctl.Bytes(v)
+	if addr == r.Arg && len(r.In) >= len(b) {
+		copy(b, r.In)
+		return 0
+	}
+	n, _ := r.Mem.ReadAt(b, addr)
+	if n < len(b) {
+		return notCopied(len(b), n)
+	}
+	return 0
+}
+
+// copyOut writes v to user memory at addr, with copyIn's result convention.
+func copyOut[T any](r *Request, addr uint64, v *T) Result {
+	return copyOutBytes(r, addr, ioctl.Bytes(v))
+}
+
+func copyOutBytes(r *Request, addr uint64, b []byte) Result {
+	n, _ := r.Mem.WriteAt(b, addr)
+	if n < len(b) {
+		return notCopied(len(b), n)
+	}
+	return 0
+}

@@ -1,0 +1,143 @@
+package device
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// Attr is one sysfs attribute file. Show renders the whole file; Store, if
+// set, takes a write.
+type Attr struct {
+	Path  string // relative to its directory, e.g. "info/serial_number"
+	Mode  uint32
+	Show  func() string
+	Store func(data []byte) syscall.Errno
+}
+
+// Link is a sysfs symlink.
+type Link struct {
+	Path   string
+	Target string
+}
+
+// Modes the driver gives its attributes.
+const (
+	modeClassAttr  = 0o444 // class attributes
+	modeResetAttr  = 0o600 // S_IRUSR|S_IWUSR
+	modeOwnerRead  = 0o400 // core_count, connected_devices
+	modeMetricAttr = 0o644 // everything under the metrics tree
+)
+
+// ClassAttributes returns /sys/class/neuron_device/'s own files.
+func (s *System) ClassAttributes() []Attr {
+	// Pod election is not emulated yet: every platform shows what a host
+	// that is not (yet) part of an UltraServer pod shows.
+	noNode := func() string { return "-1\n" }
+	noServer := func() string { return "0000000000000000\n" }
+	return []Attr{
+		{Path: "node_id_2", Mode: modeClassAttr, Show: noNode},
+		{Path: "node_id_4", Mode: modeClassAttr, Show: noNode},
+		{Path: "server_id_2", Mode: modeClassAttr, Show: noServer},
+		{Path: "server_id_4", Mode: modeClassAttr, Show: noServer},
+		{Path: "ultraserver_mode", Mode: modeClassAttr, Show: func() string { return "\n" }},
+	}
+}
+
+// ClassLinks returns the class directory's device links.
+func (s *System) ClassLinks() []Link {
+	var out []Link
+	for _, d := range s.Devices {
+		out = append(out, Link{Path: d.Name(), Target: "../../devices/virtual/neuron_device/" + d.Name()})
+	}
+	return out
+}
+
+// Name returns the device node name, neuronN.
+func (d *Device) Name() string { return fmt.Sprintf("neuron%d", d.Index) }
+
+// Links returns the symlinks inside the device's sysfs directory.
+func (d *Device) Links() []Link {
+	return []Link{{Path: "subsystem", Target: "../../../../class/neuron_device"}}
+}
+
+// Attributes returns the device's sysfs files (paths relative to
+// /sys/devices/virtual/neuron_device/neuronN).
+func (d *Device) Attributes() []Attr {
+	s := d.sys
+	p := s.Instance.Product
+	text := func(v string) func() string { return func() string { return v } }
+	attrs := []Attr{
+		{Path: "dev", Mode: 0o444, Show: text(fmt.Sprintf("%d:%d\n", s.Major, d.Index))},
+		{Path: "uevent", Mode: 0o644, Show: text(fmt.Sprintf("MAJOR=%d\nMINOR=%d\nDEVNAME=%s\n", s.Major, d.Index, d.Name())),
+			Store: func([]byte) syscall.Errno { return 0 }},
+		{Path: "reset", Mode: modeResetAttr, Show: func() string { return fmt.Sprintf("%d\n", d.State()) }, Store: d.storeReset},
+		{Path: "core_count", Mode: modeOwnerRead, Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
+		{Path: "connected_devices", Mode: modeOwnerRead, Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
+		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.showNotifyDelay, Store: s.storeNotifyDelay},
+		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.Instance.SerialNumber(d.Index)))},
+		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n")},
+		{Path: "info/architecture/instance_type", Mode: modeMetricAttr, Show: text(p.InstanceType + "\n")},
+		{Path: "info/architecture/device_name", Mode: modeMetricAttr, Show: text(p.DeviceName + "\n")},
+	}
+	for c := 0; c < s.Arch.CoresPerDevice; c++ {
+		if s.Arch.ActiveCoreMap&(1<<c) == 0 {
+			continue
+		}
+		attrs = append(attrs, Attr{Path: fmt.Sprintf("neuron_core%d/info/architecture/arch_type", c), Mode: modeMetricAttr, Show: text(p.NCArchType + "\n")})
+	}
+	return attrs
+}
+
+// connectedDevicesMax is the driver's buffer for connected_devices: a
+// longer list prints nothing at all.
+const connectedDevicesMax = 20
+
+func connectedDevices(nb []uint32) string {
+	if len(nb) == 0 {
+		return "\n"
+	}
+	parts := make([]string, len(nb))
+	for i, n := range nb {
+		parts[i] = fmt.Sprint(n)
+	}
+	out := strings.Join(parts, ", ") + "\n"
+	if len(out) >= connectedDevicesMax {
+		return ""
+	}
+	return out
+}
+
+// storeReset: the driver starts a full-device reset when nobody has the
+// node open and ignores the write otherwise. The reset engine is not
+// emulated yet, so a write that would reset is refused as unsupported.
+func (d *Device) storeReset([]byte) syscall.Errno {
+	if d.OpenCount() > 0 {
+		return 0
+	}
+	return syscall.EOPNOTSUPP
+}
+
+func (s *System) showNotifyDelay() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notifyDelay {
+		return "0\n"
+	}
+	return "-1\n"
+}
+
+func (s *System) storeNotifyDelay(data []byte) syscall.Errno {
+	v := strings.TrimSpace(string(data))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch v {
+	case "0":
+		s.notifyDelay = true
+	case "-1":
+		s.notifyDelay = false
+	default:
+		return syscall.EINVAL
+	}
+	return 0
+}

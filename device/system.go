@@ -1,0 +1,99 @@
+// Package device emulates the Neuron devices of one host: the per-device
+// driver state (attach table, open counts, device state), the ioctl
+// handlers, and the sysfs attributes, independent of how requests arrive.
+package device
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// DriverVersion is the module version string the emulated driver reports in
+// /sys/module/neuron/version.
+const DriverVersion = "2.25.4.0"
+
+// Config selects what the emulated host looks like.
+type Config struct {
+	Instance string // EC2 instance type, e.g. trn2.48xlarge
+	Devices  int    // 0: the instance's device count
+	Arch     dhal.Arch
+	// Revision is the PCI revision id reported by DEVICE_BASIC_INFO. Real
+	// silicon reports a value <= 0xEF; 240 means hardware emulator, 255 QEMU.
+	Revision uint32
+	// Major is the character-device major the emulated driver owns.
+	Major uint32
+	Log   *logrus.Entry
+}
+
+// System is the emulated host: every device of one architecture plus the
+// driver-global state that spans devices.
+type System struct {
+	Instance *dhal.Instance
+	Arch     *dhal.ArchFacts
+	Table    *ioctl.Table
+	Revision uint32
+	Major    uint32
+	Devices  []*Device
+
+	log      *logrus.Entry
+	dispatch *dispatcher
+
+	mu          sync.Mutex // guards the driver-global state below
+	metrics     metricsCtl
+	notifyDelay bool // sysfs info/notify_delay: "0" enables sysfs_notify
+}
+
+// NewSystem builds the devices described by cfg.
+func NewSystem(cfg Config) (*System, error) {
+	if cfg.Instance == "" {
+		return nil, fmt.Errorf("device: no instance type given")
+	}
+	inst, err := dhal.LookupInstance(cfg.Instance)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Arch != 0 && cfg.Arch != inst.Product.Arch {
+		return nil, fmt.Errorf("device: instance %s is architecture %v, not %v", inst.Name, inst.Product.Arch, cfg.Arch)
+	}
+	if cfg.Devices != 0 && cfg.Devices != inst.Devices {
+		if inst, err = inst.WithDevices(cfg.Devices); err != nil {
+			return nil, err
+		}
+	}
+	facts, err := dhal.Facts(inst.Product.Arch)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetLevel(logrus.WarnLevel)
+		log = logrus.NewEntry(l)
+	}
+	s := &System{
+		Instance: inst,
+		Arch:     facts,
+		Table:    ioctl.Default(),
+		Revision: cfg.Revision,
+		Major:    cfg.Major,
+		log:      log.WithField("instance", inst.Name),
+	}
+	s.dispatch = newDispatcher(s.Table)
+	for i := 0; i < inst.Devices; i++ {
+		s.Devices = append(s.Devices, newDevice(s, i))
+	}
+	return s, nil
+}
+
+// Device returns device i, or nil.
+func (s *System) Device(i int) *Device {
+	if i < 0 || i >= len(s.Devices) {
+		return nil
+	}
+	return s.Devices[i]
+}

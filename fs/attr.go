@@ -1,0 +1,94 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/neuronfs/neuronfs/device"
+)
+
+// sysfsAttrSize is what stat reports for every sysfs attribute.
+const sysfsAttrSize = 4096
+
+// attrNode is one sysfs attribute: the content is rendered at open, like
+// sysfs renders it on the first read of an open file.
+type attrNode struct {
+	gofs.Inode
+	attr device.Attr
+}
+
+var (
+	_ gofs.NodeOpener    = (*attrNode)(nil)
+	_ gofs.NodeGetattrer = (*attrNode)(nil)
+	_ gofs.NodeSetattrer = (*attrNode)(nil)
+)
+
+func (n *attrNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | n.attr.Mode
+	out.Size = sysfsAttrSize
+	out.Nlink = 1
+	return 0
+}
+
+// Setattr accepts the truncation that shell redirection asks for.
+func (n *attrNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return n.Getattr(ctx, f, out)
+}
+
+func (n *attrNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	acc := flags & syscall.O_ACCMODE
+	if acc != syscall.O_RDONLY && n.attr.Store == nil {
+		return nil, 0, syscall.EACCES
+	}
+	h := &attrFile{attr: n.attr}
+	if acc != syscall.O_WRONLY {
+		h.content = []byte(n.attr.Show())
+	}
+	return h, fuse.FOPEN_DIRECT_IO, 0
+}
+
+type attrFile struct {
+	attr    device.Attr
+	content []byte
+}
+
+var (
+	_ gofs.FileReader = (*attrFile)(nil)
+	_ gofs.FileWriter = (*attrFile)(nil)
+)
+
+func (f *attrFile) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= int64(len(f.content)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := off + int64(len(dest))
+	if end > int64(len(f.content)) {
+		end = int64(len(f.content))
+	}
+	return fuse.ReadResultData(f.content[off:end]), 0
+}
+
+func (f *attrFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if f.attr.Store == nil {
+		return 0, syscall.EACCES
+	}
+	if errno := f.attr.Store(data); errno != 0 {
+		return 0, errno
+	}
+	return uint32(len(data)), 0
+}
+
+// dirNode is a plain directory of the tree.
+type dirNode struct {
+	gofs.Inode
+}
+
+var _ gofs.NodeGetattrer = (*dirNode)(nil)
+
+func (n *dirNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFDIR | 0o755
+	return 0
+}

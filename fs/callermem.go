@@ -1,0 +1,39 @@
+package fs
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// callerMemory reads and writes a client's address space with
+// process_vm_readv/writev, the way the driver uses copy_from_user and
+// copy_to_user: the kernel's restricted FUSE ioctl only copies _IOC_SIZE
+// bytes, while Neuron commands pass larger structs and nested pointers.
+type callerMemory struct{ pid int }
+
+func (m callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	n, err := unix.ProcessVMReadv(m.pid, local, remote, 0)
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
+
+func (m callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	local := []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&p[0])), Len: uint64(len(p))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	n, err := unix.ProcessVMWritev(m.pid, local, remote, 0)
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}

@@ -1,0 +1,109 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// devNode is /dev/neuronN: a regular file (FUSE cannot serve a character
+// device) whose open, flush, release and ioctl reach the emulated driver.
+type devNode struct {
+	gofs.Inode
+	dev  *device.Device
+	fsys *FS
+}
+
+var (
+	_ gofs.NodeOpener    = (*devNode)(nil)
+	_ gofs.NodeGetattrer = (*devNode)(nil)
+	_ gofs.NodeIoctler   = (*devNode)(nil)
+)
+
+func (n *devNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | 0o666
+	out.Nlink = 1
+	return 0
+}
+
+func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	tgid := n.fsys.callerTgid(ctx)
+	f, errno := n.dev.Open(int(flags), tgid)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	// Direct I/O: the node has no page-cache contents; read and write go
+	// to the handle, which refuses them as the driver does.
+	return &devFile{f: f, fsys: n.fsys}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {
+	df, ok := fh.(*devFile)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	caller, _ := fuse.FromContext(ctx)
+	tid := int32(caller.Pid)
+	mem := callerMemory{pid: int(tid)}
+	req := &device.Request{
+		Ctx:    ctx,
+		File:   df.f,
+		Cmd:    cmd,
+		Arg:    arg,
+		Caller: device.Caller{Tid: tid, Tgid: n.fsys.tgids.lookup(tid)},
+		Mem:    mem,
+	}
+	if ioctl.Dir(cmd)&ioctl.DirWrite != 0 {
+		req.In = input
+	}
+	res := n.fsys.sys.Ioctl(req)
+	if res < 0 {
+		return 0, ioctl.ClampErrno(syscall.Errno(-res))
+	}
+	// After the reply the kernel copies `output` over the caller's first
+	// _IOC_SIZE bytes, and `output` holds stale bytes of an earlier
+	// request: hand back what the caller's memory holds now.
+	if ioctl.Dir(cmd)&ioctl.DirRead != 0 && len(output) > 0 {
+		if k, _ := mem.ReadAt(output, arg); k < len(output) {
+			return 0, syscall.EFAULT // the kernel's own copy-out would fault too
+		}
+	}
+	return int32(res), 0
+}
+
+// devFile is one open file description of a device node.
+type devFile struct {
+	f    *device.File
+	fsys *FS
+}
+
+var (
+	_ gofs.FileFlusher  = (*devFile)(nil)
+	_ gofs.FileReleaser = (*devFile)(nil)
+	_ gofs.FileReader   = (*devFile)(nil)
+	_ gofs.FileWriter   = (*devFile)(nil)
+)
+
+func (f *devFile) Flush(ctx context.Context) syscall.Errno {
+	f.f.Flush(f.fsys.callerTgid(ctx))
+	return 0
+}
+
+func (f *devFile) Release(ctx context.Context) syscall.Errno {
+	f.f.Release()
+	return 0
+}
+
+// The driver registers no read or write operation: the VFS answers EINVAL.
+func (f *devFile) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	return nil, syscall.EINVAL
+}
+
+func (f *devFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	return 0, syscall.EINVAL
+}

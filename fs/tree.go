@@ -1,0 +1,145 @@
+// Package fs serves the emulated devices through FUSE: the dev/ nodes with
+// their ioctl bridge and the sys/ tree of the driver's sysfs files.
+package fs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/device"
+)
+
+// Paths of the tree, relative to the mount point.
+const (
+	DevDir          = "dev"
+	ClassDir        = "sys/class/neuron_device"
+	DevicesDir      = "sys/devices/virtual/neuron_device"
+	ModuleDir       = "sys/module/neuron"
+	moduleVersion   = "version"
+	moduleInitstate = "initstate"
+)
+
+// FS is the mounted filesystem of one emulated host.
+type FS struct {
+	sys    *device.System
+	tgids  *tgidCache
+	server *fuse.Server
+	root   *dirNode
+	log    *logrus.Entry
+}
+
+// Options tune the mount.
+type Options struct {
+	Debug bool // log every FUSE request
+	Log   *logrus.Entry
+}
+
+// Mount serves sys at dir and returns once the kernel answers requests.
+func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
+	log := opts.Log
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{}, log: log}
+	// The tree never changes shape while mounted: let the kernel cache it.
+	timeout := time.Hour
+	mo := fuse.MountOptions{
+		AllowOther:    true,
+		DirectMount:   true,
+		FsName:        "neuronfs",
+		Name:          "neuronfs",
+		Debug:         opts.Debug,
+		DisableXAttrs: true,
+		// Let the kernel enforce the sysfs modes (0400, 0600...).
+		Options:      []string{"default_permissions"},
+		MaxReadAhead: 4096,
+	}
+	server, err := gofs.Mount(dir, f.root, &gofs.Options{
+		MountOptions: mo,
+		EntryTimeout: &timeout,
+		AttrTimeout:  &timeout,
+		OnAdd:        func(ctx context.Context) { f.build(ctx) },
+	})
+	if err != nil {
+		f.tgids.close()
+		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
+	}
+	f.server = server
+	return f, nil
+}
+
+// Unmount detaches the filesystem and waits until serving has stopped.
+func (f *FS) Unmount() error {
+	err := f.server.Unmount()
+	f.server.Wait()
+	f.tgids.close()
+	return err
+}
+
+// Wait blocks until the filesystem is unmounted by someone else.
+func (f *FS) Wait() { f.server.Wait() }
+
+func (f *FS) callerTgid(ctx context.Context) int32 {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok {
+		return 0
+	}
+	return f.tgids.lookup(int32(caller.Pid))
+}
+
+// build lays out the tree: device nodes, class directory, device
+// directories and the module directory.
+func (f *FS) build(ctx context.Context) {
+	for _, d := range f.sys.Devices {
+		f.add(ctx, DevDir+"/"+d.Name(), &devNode{dev: d, fsys: f}, syscall.S_IFREG)
+	}
+	for _, a := range f.sys.ClassAttributes() {
+		f.add(ctx, ClassDir+"/"+a.Path, &attrNode{attr: a}, syscall.S_IFREG)
+	}
+	for _, l := range f.sys.ClassLinks() {
+		f.addLink(ctx, ClassDir+"/"+l.Path, l.Target)
+	}
+	for _, d := range f.sys.Devices {
+		base := DevicesDir + "/" + d.Name()
+		for _, a := range d.Attributes() {
+			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a}, syscall.S_IFREG)
+		}
+		for _, l := range d.Links() {
+			f.addLink(ctx, base+"/"+l.Path, l.Target)
+		}
+		f.dir(ctx, base+"/power")
+	}
+	f.add(ctx, ModuleDir+"/"+moduleVersion, &attrNode{attr: device.Attr{Mode: 0o444, Show: func() string { return device.DriverVersion + "\n" }}}, syscall.S_IFREG)
+	f.add(ctx, ModuleDir+"/"+moduleInitstate, &attrNode{attr: device.Attr{Mode: 0o444, Show: func() string { return "live\n" }}}, syscall.S_IFREG)
+}
+
+// dir returns the directory at path, creating missing components.
+func (f *FS) dir(ctx context.Context, path string) *gofs.Inode {
+	cur := f.root.EmbeddedInode()
+	for _, name := range strings.Split(path, "/") {
+		next := cur.GetChild(name)
+		if next == nil {
+			next = cur.NewPersistentInode(ctx, &dirNode{}, gofs.StableAttr{Mode: syscall.S_IFDIR})
+			cur.AddChild(name, next, false)
+		}
+		cur = next
+	}
+	return cur
+}
+
+func (f *FS) add(ctx context.Context, path string, node gofs.InodeEmbedder, mode uint32) {
+	i := strings.LastIndexByte(path, '/')
+	parent := f.dir(ctx, path[:i])
+	parent.AddChild(path[i+1:], parent.NewPersistentInode(ctx, node, gofs.StableAttr{Mode: mode}), false)
+}
+
+func (f *FS) addLink(ctx context.Context, path, target string) {
+	f.add(ctx, path, &gofs.MemSymlink{Data: []byte(target)}, syscall.S_IFLNK)
+}
