@@ -44,6 +44,9 @@ func newDispatcher(t *ioctl.Table) *dispatcher {
 		h, ok := handlers[c.Name]
 		if !ok {
 			h = unsupported
+			if c.MatchByNr {
+				h = unsupportedFamily(t, c.Nr())
+			}
 		}
 		l := &d.main
 		if c.Lane == ioctl.LaneMisc {
@@ -76,6 +79,11 @@ func (s *System) Ioctl(r *Request) (result Result) {
 			result = Errno(syscall.EIO)
 		}
 	}()
+	return s.serve(r)
+}
+
+// serve routes r without the panic guard (fuzzing wants to see panics).
+func (s *System) serve(r *Request) Result {
 	d := s.dispatch
 	var h Handler
 	if r.File.FreeAccess {
@@ -98,3 +106,19 @@ func (s *System) Ioctl(r *Request) (result Result) {
 // the driver answers a request it does not support (-ENOTSUPP, delivered
 // as EOPNOTSUPP).
 func unsupported(r *Request) Result { return Errno(ioctl.ENOTSUPP) }
+
+// unsupportedFamily is unsupported for an _IOC_NR family: a command value
+// that is not one of the family's members is refused with EINVAL first,
+// as every family handler of the driver does.
+func unsupportedFamily(t *ioctl.Table, nr uint32) Handler {
+	members := map[uint32]bool{}
+	for _, c := range t.ByNr(nr) {
+		members[c.Cmd] = true
+	}
+	return func(r *Request) Result {
+		if !members[r.Cmd] {
+			return Errno(syscall.EINVAL)
+		}
+		return unsupported(r)
+	}
+}

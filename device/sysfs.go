@@ -44,6 +44,15 @@ func (s *System) ClassAttributes() []Attr {
 	}
 }
 
+// ModuleAttributes returns the files of /sys/module/neuron that programs
+// read: the version (libnrt requires major >= 2) and the load state.
+func (s *System) ModuleAttributes() []Attr {
+	return []Attr{
+		{Path: "version", Mode: 0o444, Show: func() string { return DriverVersion + "\n" }},
+		{Path: "initstate", Mode: 0o444, Show: func() string { return "live\n" }},
+	}
+}
+
 // ClassLinks returns the class directory's device links.
 func (s *System) ClassLinks() []Link {
 	var out []Link

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -17,7 +18,8 @@ const sysfsAttrSize = 4096
 // sysfs renders it on the first read of an open file.
 type attrNode struct {
 	gofs.Inode
-	attr device.Attr
+	attr  device.Attr
+	mtime time.Time
 }
 
 var (
@@ -30,6 +32,7 @@ func (n *attrNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 	out.Mode = syscall.S_IFREG | n.attr.Mode
 	out.Size = sysfsAttrSize
 	out.Nlink = 1
+	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)
 	return 0
 }
 
@@ -84,11 +87,14 @@ func (f *attrFile) Write(ctx context.Context, data []byte, off int64) (uint32, s
 // dirNode is a plain directory of the tree.
 type dirNode struct {
 	gofs.Inode
+	mtime time.Time
 }
 
 var _ gofs.NodeGetattrer = (*dirNode)(nil)
 
 func (n *dirNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFDIR | 0o755
+	out.Nlink = 2
+	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)
 	return 0
 }

@@ -28,6 +28,7 @@ var (
 func (n *devNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | 0o666
 	out.Nlink = 1
+	out.SetTimes(&n.fsys.mounted, &n.fsys.mounted, &n.fsys.mounted)
 	return 0
 }
 

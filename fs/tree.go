@@ -18,12 +18,10 @@ import (
 
 // Paths of the tree, relative to the mount point.
 const (
-	DevDir          = "dev"
-	ClassDir        = "sys/class/neuron_device"
-	DevicesDir      = "sys/devices/virtual/neuron_device"
-	ModuleDir       = "sys/module/neuron"
-	moduleVersion   = "version"
-	moduleInitstate = "initstate"
+	DevDir     = "dev"
+	ClassDir   = "sys/class/neuron_device"
+	DevicesDir = "sys/devices/virtual/neuron_device"
+	ModuleDir  = "sys/module/neuron"
 )
 
 // FS is the mounted filesystem of one emulated host.
@@ -33,6 +31,8 @@ type FS struct {
 	server *fuse.Server
 	root   *dirNode
 	log    *logrus.Entry
+	// mounted stamps every inode, as sysfs stamps its files at creation.
+	mounted time.Time
 }
 
 // Options tune the mount.
@@ -47,7 +47,8 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	if log == nil {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{}, log: log}
+	now := time.Now()
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now}
 	// The tree never changes shape while mounted: let the kernel cache it.
 	timeout := time.Hour
 	mo := fuse.MountOptions{
@@ -101,7 +102,7 @@ func (f *FS) build(ctx context.Context) {
 		f.add(ctx, DevDir+"/"+d.Name(), &devNode{dev: d, fsys: f}, syscall.S_IFREG)
 	}
 	for _, a := range f.sys.ClassAttributes() {
-		f.add(ctx, ClassDir+"/"+a.Path, &attrNode{attr: a}, syscall.S_IFREG)
+		f.add(ctx, ClassDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}
 	for _, l := range f.sys.ClassLinks() {
 		f.addLink(ctx, ClassDir+"/"+l.Path, l.Target)
@@ -109,15 +110,16 @@ func (f *FS) build(ctx context.Context) {
 	for _, d := range f.sys.Devices {
 		base := DevicesDir + "/" + d.Name()
 		for _, a := range d.Attributes() {
-			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a}, syscall.S_IFREG)
+			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 		}
 		for _, l := range d.Links() {
 			f.addLink(ctx, base+"/"+l.Path, l.Target)
 		}
 		f.dir(ctx, base+"/power")
 	}
-	f.add(ctx, ModuleDir+"/"+moduleVersion, &attrNode{attr: device.Attr{Mode: 0o444, Show: func() string { return device.DriverVersion + "\n" }}}, syscall.S_IFREG)
-	f.add(ctx, ModuleDir+"/"+moduleInitstate, &attrNode{attr: device.Attr{Mode: 0o444, Show: func() string { return "live\n" }}}, syscall.S_IFREG)
+	for _, a := range f.sys.ModuleAttributes() {
+		f.add(ctx, ModuleDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+	}
 }
 
 // dir returns the directory at path, creating missing components.
@@ -126,7 +128,7 @@ func (f *FS) dir(ctx context.Context, path string) *gofs.Inode {
 	for _, name := range strings.Split(path, "/") {
 		next := cur.GetChild(name)
 		if next == nil {
-			next = cur.NewPersistentInode(ctx, &dirNode{}, gofs.StableAttr{Mode: syscall.S_IFDIR})
+			next = cur.NewPersistentInode(ctx, &dirNode{mtime: f.mounted}, gofs.StableAttr{Mode: syscall.S_IFDIR})
 			cur.AddChild(name, next, false)
 		}
 		cur = next

@@ -138,6 +138,9 @@ func TestCommandTableMatchesDriver(t *testing.T) {
 		if strings.HasPrefix(r[7], "misc") {
 			wantLane = LaneMisc
 		}
+		if c.MatchByNr != strings.HasPrefix(r[11], "_IOC_NR") {
+			t.Errorf("%s: MatchByNr %v, reference rule %q", r[0], c.MatchByNr, r[11])
+		}
 		if c.Lane != wantLane || c.AttachGated != (r[8] == "yes") {
 			t.Errorf("%s: lane %v gated %v, reference %q %q", r[0], c.Lane, c.AttachGated, r[7], r[8])
 		}

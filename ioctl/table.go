@@ -32,6 +32,9 @@ type Command struct {
 	Dir         uint32       // _IOC_DIR as encoded (often inverted w.r.t. the data flow)
 	Lane        Lane
 	AttachGated bool // main lane refuses it with EACCES unless the tgid is attached
+	// MatchByNr: the driver routes every command with this _IOC_NR (any
+	// type, direction or size) to the handler, which then checks the rest.
+	MatchByNr bool
 	// Blocking commands may sleep for long (reset wait, CRWL, scrub, async
 	// copy wait): a transport with per-CPU queues must move them off-queue.
 	Blocking bool

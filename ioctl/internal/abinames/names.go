@@ -51,4 +51,3 @@ func TypeName(cname string) string {
 	}
 	return GoName(cname)
 }
-

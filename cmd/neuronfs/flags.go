@@ -1,0 +1,112 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/dhal"
+)
+
+// hostFlags are the flags that describe the emulated host; mount and run
+// share them, and run passes them on to its namespace child.
+type hostFlags struct {
+	instance string
+	devices  int
+	arch     string
+	revision uint
+	major    uint
+	logLevel string
+	debug    bool
+}
+
+func (h *hostFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&h.instance, "instance", "", "EC2 instance type to emulate (default trn2.48xlarge, or the default of --arch); see 'neuronfs instances'")
+	fs.IntVar(&h.devices, "devices", 0, "number of devices (default: the instance's)")
+	fs.StringVar(&h.arch, "arch", "", "architecture: v2 (Trn1/Inf2), v3 (Trn2) or v4 (Trn3)")
+	fs.UintVar(&h.revision, "revision", 0, "PCI revision id reported by DEVICE_BASIC_INFO (240 = hardware emulator, 255 = QEMU)")
+	fs.UintVar(&h.major, "major", 0, "character-device major of the emulated driver (default: a free dynamic major)")
+	fs.StringVar(&h.logLevel, "log-level", "warning", "log level: debug, info, warning, error")
+	fs.BoolVar(&h.debug, "debug-fuse", false, "log every FUSE request")
+}
+
+// args renders the flags back into a command line.
+func (h *hostFlags) args() []string {
+	return []string{
+		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
+		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
+		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug),
+	}
+}
+
+// defaultInstances picks an instance when only --arch is given.
+var defaultInstances = map[dhal.Arch]string{dhal.V2: "trn1.32xlarge", dhal.V3: "trn2.48xlarge", dhal.V4: "trn3.48xlarge"}
+
+func parseArch(s string) (dhal.Arch, error) {
+	switch strings.ToLower(strings.TrimPrefix(strings.ToLower(s), "arch")) {
+	case "":
+		return 0, nil
+	case "v2", "2", "trn1", "inf2":
+		return dhal.V2, nil
+	case "v3", "3", "trn2":
+		return dhal.V3, nil
+	case "v4", "4", "trn3":
+		return dhal.V4, nil
+	}
+	return 0, fmt.Errorf("unknown architecture %q (want v2, v3 or v4)", s)
+}
+
+func (h *hostFlags) logger() (*logrus.Entry, error) {
+	lvl, err := logrus.ParseLevel(h.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	l := logrus.New()
+	l.SetOutput(os.Stderr)
+	l.SetLevel(lvl)
+	return logrus.NewEntry(l).WithField("pid", os.Getpid()), nil
+}
+
+// system builds the emulated host the flags describe.
+func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
+	arch, err := parseArch(h.arch)
+	if err != nil {
+		return nil, err
+	}
+	if h.instance == "" {
+		h.instance = "trn2.48xlarge"
+		if arch != 0 {
+			h.instance = defaultInstances[arch]
+		}
+	}
+	major := uint32(h.major)
+	if major == 0 {
+		if major, err = freeMajor(); err != nil {
+			return nil, err
+		}
+		h.major = uint(major)
+	}
+	return device.NewSystem(device.Config{
+		Instance: h.instance,
+		Devices:  h.devices,
+		Arch:     arch,
+		Revision: uint32(h.revision),
+		Major:    major,
+		Log:      log,
+	})
+}
+
+func cmdInstances(args []string) int {
+	for _, name := range dhal.InstanceNames() {
+		in, err := dhal.LookupInstance(name)
+		if err != nil {
+			continue
+		}
+		fmt.Printf("%-20s %-4s %-12s %2d devices  %s\n", name, in.Product.Arch, in.Product.DeviceName, in.Devices, in.Platform)
+	}
+	return 0
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/neuronfs/neuronfs/fs"
+)
+
+func cmdMount(args []string) int {
+	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	var h hostFlags
+	h.register(fl)
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: neuronfs mount [flags] MOUNTPOINT")
+		return 2
+	}
+	mnt := fl.Arg(0)
+	log, err := h.logger()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs:", err)
+		return 2
+	}
+	start := time.Now()
+	sys, err := h.system(log)
+	if err != nil {
+		log.WithError(err).Error("cannot build the emulated host")
+		return 1
+	}
+	fsys, err := fs.Mount(sys, mnt, fs.Options{Debug: h.debug, Log: log})
+	if err != nil {
+		log.WithError(err).Error("mount failed")
+		return 1
+	}
+	reaper, err := startReaper(mnt)
+	if err != nil {
+		log.WithError(err).Warn("no reaper: a SIGKILLed daemon will leave a dead mount (see 'umount -l')")
+	}
+	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "took": time.Since(start)}).Info("mounted")
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { fsys.Wait(); close(done) }()
+	select {
+	case s := <-sigs:
+		log.WithField("signal", s).Info("unmounting")
+	case <-done:
+		log.Info("unmounted from outside")
+	}
+	reaper.stop()
+	if err := fsys.Unmount(); err != nil {
+		select {
+		case <-done:
+		default:
+			log.WithError(err).Error("unmount failed")
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+)
+
+// nsRunCmd is the hidden command that runs inside the private mount
+// namespace: it serves the devices, builds the view and runs CMD.
+const nsRunCmd = "__nsrun"
+
+// userFlags choose whom CMD runs as.
+type userFlags struct {
+	uid, gid int
+}
+
+func (u *userFlags) register(fs *flag.FlagSet) {
+	uid, gid := os.Getuid(), os.Getgid()
+	// Under sudo the calling user is the one sudo was called by.
+	if v, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil {
+		uid = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil {
+		gid = v
+	}
+	fs.IntVar(&u.uid, "uid", uid, "user id CMD runs as (default: the calling user)")
+	fs.IntVar(&u.gid, "gid", gid, "group id CMD runs as (default: the calling user's)")
+}
+
+func cmdRun(args []string) int {
+	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	var h hostFlags
+	var u userFlags
+	h.register(fl)
+	u.register(fl)
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: neuronfs run [flags] -- CMD [ARGS...]")
+		return 2
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "neuronfs run: needs root (mount namespaces and FUSE mounts); try sudo")
+		return 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+		return 1
+	}
+	childArgs := append([]string{nsRunCmd}, h.args()...)
+	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), "--")
+	childArgs = append(childArgs, fl.Args()...)
+	cmd := exec.Command(self, childArgs...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// A new mount namespace with private propagation: nothing done inside
+	// reaches the host, and everything vanishes with the last process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+		return 1
+	}
+	go func() {
+		for s := range sigs {
+			cmd.Process.Signal(s)
+		}
+	}()
+	return exitCode(cmd.Wait())
+}
+
+// exitCode maps a child's end to a shell-style status.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+	return 1
+}

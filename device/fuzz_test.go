@@ -1,0 +1,98 @@
+package device
+
+import (
+	"context"
+	"encoding/binary"
+	"syscall"
+	"testing"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// fakeMemory is a caller address space with one mapped region.
+type fakeMemory struct {
+	base uint64
+	mem  []byte
+}
+
+func (m *fakeMemory) span(addr uint64, n int) (int, int) {
+	if addr < m.base || addr-m.base >= uint64(len(m.mem)) {
+		return 0, 0
+	}
+	off := int(addr - m.base)
+	return off, min(n, len(m.mem)-off)
+}
+
+func (m *fakeMemory) ReadAt(p []byte, addr uint64) (int, error) {
+	off, n := m.span(addr, len(p))
+	copy(p, m.mem[off:off+n])
+	if n < len(p) {
+		return n, syscall.EFAULT
+	}
+	return n, nil
+}
+
+func (m *fakeMemory) WriteAt(p []byte, addr uint64) (int, error) {
+	off, n := m.span(addr, len(p))
+	copy(m.mem[off:off+n], p)
+	if n < len(p) {
+		return n, syscall.EFAULT
+	}
+	return n, nil
+}
+
+// FuzzIoctl feeds arbitrary commands and argument memory to every handler:
+// nothing may panic, and every answer is a count or an errno FUSE can
+// deliver.
+func FuzzIoctl(f *testing.F) {
+	for _, c := range ioctl.Default().Commands() {
+		size := max(c.ArgSize, 8)
+		f.Add(c.Cmd, make([]byte, size), uint64(0), false)
+		f.Add(c.Cmd, make([]byte, size), uint64(0), true)
+	}
+	// A struct whose nested pointer points back into the region.
+	nested := make([]byte, 64)
+	binary.LittleEndian.PutUint64(nested[0:], 0x10000+16)
+	binary.LittleEndian.PutUint32(nested[8:], 8)
+	f.Add(ioctl.CmdGetLogicalToPhysicalNCMap, nested, uint64(0), false)
+	f.Add(ioctl.CmdPrintk, nested, uint64(0), true)
+
+	sys, err := NewSystem(Config{Instance: "trn2.48xlarge"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	dev := sys.Devices[3]
+	attached, errno := dev.Open(syscall.O_RDWR, 100)
+	if errno != 0 {
+		f.Fatal(errno)
+	}
+	free, _ := dev.Open(syscall.O_WRONLY, 100)
+	f.Fuzz(func(t *testing.T, cmd uint32, mem []byte, argOffset uint64, freeAccess bool) {
+		m := &fakeMemory{base: 0x10000, mem: mem}
+		file := attached
+		if freeAccess {
+			file = free
+		}
+		r := &Request{
+			Ctx:    context.Background(),
+			File:   file,
+			Cmd:    cmd,
+			Arg:    m.base + argOffset%uint64(len(mem)+16),
+			Caller: Caller{Tid: 100, Tgid: 100},
+			Mem:    m,
+		}
+		if ioctl.Dir(cmd)&ioctl.DirWrite != 0 {
+			r.In = make([]byte, ioctl.Size(cmd))
+			m.ReadAt(r.In, r.Arg)
+		}
+		res := sys.serve(r)
+		// A failure is a real errno; a positive count never exceeds the
+		// bytes a handler could have tried to copy.
+		if res < 0 && (-res > 4095) {
+			t.Fatalf("cmd %#x: errno %d out of range", cmd, -res)
+		}
+		if res > 1<<20 {
+			t.Fatalf("cmd %#x: result %d", cmd, res)
+		}
+	})
+}

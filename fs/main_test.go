@@ -1,0 +1,25 @@
+package fs_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// Some tests need other processes (attach slots are per tgid); the test
+// binary doubles as that helper process when NEURONFS_TEST_HELPER is set.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("NEURONFS_TEST_HELPER"); mode != "" {
+		os.Exit(helperMain(mode, os.Args))
+	}
+	os.Exit(m.Run())
+}
+
+func helperMain(mode string, args []string) int {
+	h, ok := helpers[mode]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
+		return 2
+	}
+	return h()
+}

@@ -1,0 +1,115 @@
+// Package ns builds the private view of /dev and /sys that `neuronfs run`
+// gives its command: the host's entries bound back over tmpfs replicas,
+// plus the emulated driver's nodes and directories from the FUSE mount.
+// It must run in a private mount namespace; the host is never touched.
+package ns
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Overlay replaces dir with a tmpfs that shows the same entries as before
+// (each bound back from the original) and returns a handle to add more.
+func Overlay(dir string) (*Dir, error) {
+	orig, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("ns: open %s: %w", dir, err)
+	}
+	defer unix.Close(orig)
+	origPath := fmt.Sprintf("/proc/self/fd/%d", orig)
+	entries, err := os.ReadDir(origPath)
+	if err != nil {
+		return nil, fmt.Errorf("ns: read %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, fmt.Errorf("ns: stat %s: %w", dir, err)
+	}
+	opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d", st.Mode&0o7777, st.Uid, st.Gid)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID, opts); err != nil {
+		return nil, fmt.Errorf("ns: tmpfs over %s: %w", dir, err)
+	}
+	d := &Dir{Path: dir}
+	for _, e := range entries {
+		if err := d.bindBack(filepath.Join(origPath, e.Name()), e.Name()); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Dir is a tmpfs replica that more entries can be added to.
+type Dir struct{ Path string }
+
+func (d *Dir) bindBack(src, name string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(src, &st); err != nil {
+		// Entries can vanish between readdir and here (hotplug).
+		return nil
+	}
+	dst := filepath.Join(d.Path, name)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return nil
+		}
+		return os.Symlink(target, dst)
+	case unix.S_IFDIR:
+		if err := os.Mkdir(dst, os.FileMode(st.Mode&0o777)); err != nil {
+			return fmt.Errorf("ns: mkdir %s: %w", dst, err)
+		}
+		return bind(src, dst, true)
+	default:
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("ns: create %s: %w", dst, err)
+		}
+		f.Close()
+		return bind(src, dst, false)
+	}
+}
+
+// BindDir makes name inside d a recursive bind of src.
+func (d *Dir) BindDir(src, name string) error {
+	dst := filepath.Join(d.Path, name)
+	if err := os.Mkdir(dst, 0o755); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("ns: mkdir %s: %w", dst, err)
+	}
+	return bind(src, dst, true)
+}
+
+// BindFile makes name inside d a bind of the file src (a bind, not a
+// symlink, so /proc/self/fd and /proc/self/maps show the path in d).
+func (d *Dir) BindFile(src, name string, mode os.FileMode) error {
+	dst := filepath.Join(d.Path, name)
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, mode)
+	if err != nil {
+		return fmt.Errorf("ns: create %s: %w", dst, err)
+	}
+	f.Close()
+	return bind(src, dst, false)
+}
+
+func bind(src, dst string, recursive bool) error {
+	flags := uintptr(unix.MS_BIND)
+	if recursive {
+		flags |= unix.MS_REC
+	}
+	if err := unix.Mount(src, dst, "", flags, ""); err != nil {
+		return fmt.Errorf("ns: bind %s on %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// Detach lazily unmounts path and removes the directory.
+func Detach(path string) error {
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("ns: unmount %s: %w", path, err)
+	}
+	return os.Remove(path)
+}

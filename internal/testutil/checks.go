@@ -1,0 +1,264 @@
+package testutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// CheckHost checks a host that claims to be instance inst through its
+// device nodes and sysfs files under root ("/" inside `neuronfs run`, the
+// mount point of a bare mount). Expected values come from the dhal profile
+// and the reference, never from the device package.
+func CheckHost(root string, inst *dhal.Instance) error {
+	c := &checker{root: root, inst: inst}
+	facts, err := dhal.Facts(inst.Product.Arch)
+	if err != nil {
+		return err
+	}
+	c.facts = facts
+	c.sysfs()
+	for i := 0; i < inst.Devices; i++ {
+		c.device(i)
+	}
+	return errors.Join(c.errs...)
+}
+
+type checker struct {
+	root  string
+	inst  *dhal.Instance
+	facts *dhal.ArchFacts
+	errs  []error
+}
+
+func (c *checker) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+func (c *checker) path(p string) string { return filepath.Join(c.root, p) }
+
+func (c *checker) file(p, want string, mode os.FileMode) {
+	full := c.path(p)
+	b, err := os.ReadFile(full)
+	if err != nil {
+		c.fail("read %s: %v", p, err)
+		return
+	}
+	if string(b) != want {
+		c.fail("%s = %q, want %q", p, b, want)
+	}
+	st, err := os.Stat(full)
+	if err != nil {
+		c.fail("stat %s: %v", p, err)
+		return
+	}
+	if st.Mode().Perm() != mode {
+		c.fail("%s mode %v, want %v", p, st.Mode().Perm(), mode)
+	}
+}
+
+func (c *checker) link(p, want string) {
+	got, err := os.Readlink(c.path(p))
+	if err != nil || got != want {
+		c.fail("readlink %s = %q (%v), want %q", p, got, err, want)
+	}
+}
+
+func (c *checker) sysfs() {
+	p := c.inst.Product
+	c.file("sys/module/neuron/version", "2.25.4.0\n", 0o444)
+	for _, a := range []string{"node_id_2", "node_id_4"} {
+		c.file("sys/class/neuron_device/"+a, "-1\n", 0o444)
+	}
+	for _, a := range []string{"server_id_2", "server_id_4"} {
+		c.file("sys/class/neuron_device/"+a, "0000000000000000\n", 0o444)
+	}
+	c.file("sys/class/neuron_device/ultraserver_mode", "\n", 0o444)
+	for i := 0; i < c.inst.Devices; i++ {
+		name := fmt.Sprintf("neuron%d", i)
+		c.link("sys/class/neuron_device/"+name, "../../devices/virtual/neuron_device/"+name)
+		base := "sys/devices/virtual/neuron_device/" + name + "/"
+		c.file(base+"reset", "1\n", 0o600)
+		c.file(base+"core_count", fmt.Sprint(c.facts.CoresPerDevice), 0o400)
+		var nb []string
+		for _, n := range c.inst.Neighbours(i) {
+			nb = append(nb, fmt.Sprint(n))
+		}
+		c.file(base+"connected_devices", strings.Join(nb, ", ")+"\n", 0o400)
+		c.file(base+"info/serial_number", fmt.Sprintf("%016x\n", c.inst.SerialNumber(i)), 0o644)
+		c.file(base+"info/notify_delay", "-1\n", 0o644)
+		c.file(base+"info/architecture/arch_type", p.NDArchType+"\n", 0o644)
+		c.file(base+"info/architecture/instance_type", p.InstanceType+"\n", 0o644)
+		c.file(base+"info/architecture/device_name", p.DeviceName+"\n", 0o644)
+		for core := 0; core < c.facts.CoresPerDevice; core++ {
+			c.file(fmt.Sprintf("%sneuron_core%d/info/architecture/arch_type", base, core), p.NCArchType+"\n", 0o644)
+		}
+		c.link(base+"subsystem", "../../../../class/neuron_device")
+	}
+}
+
+// device checks every discovery ioctl on device i.
+func (c *checker) device(i int) {
+	path := c.path(fmt.Sprintf("dev/neuron%d", i))
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		c.fail("open %s: %v", path, err)
+		return
+	}
+	defer unix.Close(fd)
+	arch := uint32(c.inst.Product.Arch)
+	call := func(name string, cmd uint32, arg any, want unix.Errno) {
+		var r int
+		var e unix.Errno
+		switch a := arg.(type) {
+		case *ioctl.DeviceBasicInfo:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.DeviceInfo:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.DeviceBDF:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.DeviceBDFExt:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.CompatibleVersion:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.DeviceDriverInfo:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.HostDeviceID:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.HostDeviceIDToRIDMap:
+			r, e = Ioctl(fd, cmd, a)
+		case *ioctl.GetLogicalToPhysicalNCMap:
+			r, e = Ioctl(fd, cmd, a)
+		case *int32:
+			r, e = Ioctl(fd, cmd, a)
+		default:
+			panic(fmt.Sprintf("no ioctl for %T", arg))
+		}
+		if e != want || (want == 0 && r != 0) {
+			c.fail("neuron%d %s: ioctl = %d, %v; want 0, %v", i, name, r, e, want)
+		}
+	}
+
+	var basic ioctl.DeviceBasicInfo
+	call("DEVICE_BASIC_INFO", ioctl.CmdDeviceBasicInfo, &basic, 0)
+	if basic.Architecture != arch || basic.Revision != 0 {
+		c.fail("neuron%d DEVICE_BASIC_INFO = %+v", i, basic)
+	}
+
+	info := ioctl.DeviceInfo{BARAddress: [2]uint64{7, 7}, BARSize: [2]uint64{7, 7}}
+	call("DEVICE_INFO", ioctl.CmdDeviceInfo, &info, 0)
+	nb := c.inst.Neighbours(i)
+	if info.Architecture != arch || info.ConnectedDeviceCount != uint32(len(nb)) {
+		c.fail("neuron%d DEVICE_INFO arch %d count %d, want %d %d", i, info.Architecture, info.ConnectedDeviceCount, arch, len(nb))
+	}
+	for k, n := range nb {
+		if info.ConnectedDevices[k] != n {
+			c.fail("neuron%d DEVICE_INFO connected[%d] = %d, want %d", i, k, info.ConnectedDevices[k], n)
+		}
+	}
+	if info.BARAddress[0] < 0xffff800000000000 || info.BARSize[0] != c.facts.BAR0Size || info.BARAddress[1] != 0 || info.BARSize[1] != 0 {
+		c.fail("neuron%d DEVICE_INFO bars %#x %#x", i, info.BARAddress, info.BARSize)
+	}
+
+	want := c.inst.BDFs[i]
+	var bdf ioctl.DeviceBDF
+	call("DEVICE_BDF", ioctl.CmdDeviceBDF, &bdf, 0)
+	if bdf.BusNumber != want.Bus || bdf.Slot != want.Slot || bdf.Func != want.Func {
+		c.fail("neuron%d DEVICE_BDF = %+v, want %v", i, bdf, want)
+	}
+	ext := ioctl.DeviceBDFExt{NDIndex: 0}
+	call("DEVICE_BDF_EXT", ioctl.CmdDeviceBDFExt, &ext, 0)
+	if ext.Domain != want.Domain || ext.BusNumber != want.Bus || ext.Slot != want.Slot || ext.Func != want.Func {
+		c.fail("neuron%d DEVICE_BDF_EXT = %+v, want %v", i, ext, want)
+	}
+	// Relative to this fd's device: the last device is reached from here.
+	last := c.inst.Devices - 1
+	ext = ioctl.DeviceBDFExt{NDIndex: uint32(last - i)}
+	call("DEVICE_BDF_EXT(last)", ioctl.CmdDeviceBDFExt, &ext, 0)
+	if ext.BusNumber != c.inst.BDFs[last].Bus || ext.Slot != c.inst.BDFs[last].Slot {
+		c.fail("neuron%d DEVICE_BDF_EXT(+%d) = %+v, want %v", i, last-i, ext, c.inst.BDFs[last])
+	}
+	ext = ioctl.DeviceBDFExt{NDIndex: uint32(c.inst.Devices - i)}
+	call("DEVICE_BDF_EXT(past end)", ioctl.CmdDeviceBDFExt, &ext, unix.EINVAL)
+
+	var cv ioctl.CompatibleVersion
+	call("COMPATIBLE_VERSION", ioctl.CmdCompatibleVersion, &cv, 0)
+	if cv.Max != c.facts.CompatMax || cv.Min != c.facts.CompatMin {
+		c.fail("neuron%d COMPATIBLE_VERSION = %+v", i, cv)
+	}
+
+	var di ioctl.DeviceDriverInfo
+	call("DRIVER_INFO_GET", ioctl.CmdDriverInfoGet, &di, 0)
+	if di != (ioctl.DeviceDriverInfo{Architecture: arch, Size: 24, FeatureFlags1: 0x1ff}) {
+		c.fail("neuron%d DRIVER_INFO_GET = %+v", i, di)
+	}
+
+	var hid ioctl.HostDeviceID
+	call("HOST_DEVICE_ID", ioctl.CmdHostDeviceID, &hid, 0)
+	if hid.HostDeviceID != uint32(i) {
+		c.fail("neuron%d HOST_DEVICE_ID = %d", i, hid.HostDeviceID)
+	}
+
+	var rid ioctl.HostDeviceIDToRIDMap
+	call("HOST_DEVICE_ID_TO_RID_MAP", ioctl.CmdHostDeviceIDToRIDMap, &rid, 0)
+	if rid.Count != uint32(c.inst.Devices) {
+		c.fail("neuron%d RID map count %d", i, rid.Count)
+	}
+	for k, v := range c.inst.RIDMap() {
+		if rid.HostDIDToRIDMap[k] != v {
+			c.fail("neuron%d RID map[%d] = %d, want %d", i, k, rid.HostDIDToRIDMap[k], v)
+		}
+	}
+
+	var pid int32
+	call("DEVICE_APP_PID", ioctl.CmdDeviceAppPID, &pid, 0)
+	if pid != int32(os.Getpid()) {
+		c.fail("neuron%d DEVICE_APP_PID = %d, want %d", i, pid, os.Getpid())
+	}
+
+	entries := make([]ioctl.NCMapEntry, dhal.NCMapEntries)
+	l2p := ioctl.GetLogicalToPhysicalNCMap{MaxMapEntries: dhal.NCMapEntries}
+	hdr, err := OffHeap(4 + 8*dhal.NCMapEntries)
+	if err != nil {
+		c.fail("mmap: %v", err)
+		return
+	}
+	defer unix.Munmap(hdr)
+	l2p.Map = uint64(addrOf(hdr))
+	if c.inst.Product.Arch == dhal.V2 {
+		call("GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, syscall.EOPNOTSUPP)
+		return
+	}
+	call("GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, 0)
+	decodeNCMap(hdr, entries)
+	if n := le32(hdr); n != dhal.NCMapEntries {
+		c.fail("NC map num_entries %d", n)
+	}
+	for dev := 0; dev < 16; dev++ {
+		row, _ := dhal.LogicalToPhysicalNC(c.inst.Product.Arch, dev, false)
+		for nc, phys := range row {
+			e := entries[dev*8+nc]
+			if e.DeviceID != uint32(dev) || e.DeviceNCIdx != phys {
+				c.fail("NC map[%d][%d] = %+v, want {%d %d}", dev, nc, e, dev, phys)
+			}
+		}
+	}
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func decodeNCMap(b []byte, out []ioctl.NCMapEntry) {
+	for k := range out {
+		out[k] = ioctl.NCMapEntry{DeviceID: le32(b[4+8*k:]), DeviceNCIdx: le32(b[8+8*k:])}
+	}
+}

@@ -1,0 +1,53 @@
+// Package testutil holds helpers shared by the real-mount tests.
+package testutil
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/fs"
+)
+
+// RequireFUSE skips a test that needs root and /dev/fuse when they are
+// missing, unless NEURONFS_REQUIRE_FUSE=1 (as in CI), where it fails.
+func RequireFUSE(t testing.TB) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "needs root"
+	} else if err := unix.Access("/dev/fuse", unix.R_OK|unix.W_OK); err != nil {
+		why = "needs /dev/fuse: " + err.Error()
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("NEURONFS_REQUIRE_FUSE") == "1" {
+		t.Fatalf("NEURONFS_REQUIRE_FUSE=1 but this test %s", why)
+	}
+	t.Skip(why)
+}
+
+// Mount mounts a fresh emulated host of the given instance type under a
+// temporary directory and unmounts it when the test ends.
+func Mount(t testing.TB, instance string) (string, *device.System) {
+	t.Helper()
+	RequireFUSE(t)
+	sys, err := device.NewSystem(device.Config{Instance: instance, Major: 244})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := fs.Mount(sys, dir, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	return dir, sys
+}
