@@ -3,7 +3,7 @@ module github.com/neuronfs/neuronfs
 go 1.26.8
 
 require (
-	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
-	github.com/sirupsen/logrus v1.10.2 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/hanwen/go-fuse/v2 v2.12.1
+	github.com/sirupsen/logrus v1.10.2
+	golang.org/x/sys v0.50.0
 )

@@ -12,6 +12,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
 )
@@ -32,7 +33,8 @@ type FS struct {
 	root   *dirNode
 	log    *logrus.Entry
 	// mounted stamps every inode, as sysfs stamps its files at creation.
-	mounted time.Time
+	mounted    time.Time
+	mountpoint string
 }
 
 // Options tune the mount.
@@ -49,37 +51,50 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	now := time.Now()
 	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now}
+	// allow_other: every user may use the devices; default_permissions:
+	// the kernel enforces the sysfs modes (0400, 0600...).
+	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
+	if err != nil {
+		f.tgids.close()
+		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
+	}
 	// The tree never changes shape while mounted: let the kernel cache it.
 	timeout := time.Hour
-	mo := fuse.MountOptions{
-		AllowOther:    true,
-		DirectMount:   true,
-		FsName:        "neuronfs",
-		Name:          "neuronfs",
-		Debug:         opts.Debug,
-		DisableXAttrs: true,
-		// Let the kernel enforce the sysfs modes (0400, 0600...).
-		Options:      []string{"default_permissions"},
-		MaxReadAhead: 4096,
-	}
-	server, err := gofs.Mount(dir, f.root, &gofs.Options{
-		MountOptions: mo,
+	server, err := gofs.Mount(fmt.Sprintf("/dev/fd/%d", fd), f.root, &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:        "neuronfs",
+			Name:          "neuronfs",
+			Debug:         opts.Debug,
+			DisableXAttrs: true,
+			MaxWrite:      maxWrite,
+			MaxReadAhead:  4096,
+		},
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 		OnAdd:        func(ctx context.Context) { f.build(ctx) },
 	})
 	if err != nil {
+		unix.Unmount(dir, unix.MNT_DETACH)
+		unix.Close(fd)
 		f.tgids.close()
-		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
+		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
 	f.server = server
+	f.mountpoint = dir
+	disablePoll(dir)
 	return f, nil
 }
 
 // Unmount detaches the filesystem and waits until serving has stopped.
 func (f *FS) Unmount() error {
-	err := f.server.Unmount()
-	f.server.Wait()
+	err := unix.Unmount(f.mountpoint, 0)
+	if err == unix.EBUSY {
+		// Still in use: detach now, the kernel finishes when it is free.
+		err = unix.Unmount(f.mountpoint, unix.MNT_DETACH)
+	}
+	if err == nil {
+		f.server.Wait()
+	}
 	f.tgids.close()
 	return err
 }

@@ -28,25 +28,30 @@ func cmdMount(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs:", err)
 		return 2
 	}
+	// Signals are caught from the start: one arriving mid-mount still
+	// ends in an orderly unmount.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	start := time.Now()
 	sys, err := h.system(log)
 	if err != nil {
 		log.WithError(err).Error("cannot build the emulated host")
 		return 1
 	}
-	fsys, err := fs.Mount(sys, mnt, fs.Options{Debug: h.debug, Log: log})
-	if err != nil {
-		log.WithError(err).Error("mount failed")
-		return 1
-	}
+	// The reaper comes first, so no instant exists where the daemon has
+	// mounted but nobody would clean up after a SIGKILL.
 	reaper, err := startReaper(mnt)
 	if err != nil {
 		log.WithError(err).Warn("no reaper: a SIGKILLed daemon will leave a dead mount (see 'umount -l')")
 	}
+	fsys, err := fs.Mount(sys, mnt, fs.Options{Debug: h.debug, Log: log})
+	if err != nil {
+		reaper.stop()
+		log.WithError(err).Error("mount failed")
+		return 1
+	}
 	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "took": time.Since(start)}).Info("mounted")
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()
 	select {

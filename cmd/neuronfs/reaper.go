@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,13 +37,20 @@ func startReaper(mnt string) (*reaper, error) {
 		cmd *exec.Cmd
 		err error
 	}
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer ready.Close()
 	ch := make(chan result)
 	go func() {
 		runtime.LockOSThread()
 		cmd := exec.Command(self, reapCmd, abs)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 		cmd.Stderr = os.Stderr
+		cmd.ExtraFiles = []*os.File{readyW}
 		err := cmd.Start()
+		readyW.Close()
 		ch <- result{cmd, err}
 		if err == nil {
 			cmd.Wait()
@@ -52,6 +60,13 @@ func startReaper(mnt string) (*reaper, error) {
 	r := <-ch
 	if r.err != nil {
 		return nil, r.err
+	}
+	// Wait until the reaper handles SIGTERM: a daemon killed before that
+	// would otherwise kill the reaper too, by the default action.
+	ready.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := ready.Read(make([]byte, 1)); err != nil {
+		r.cmd.Process.Kill()
+		return nil, fmt.Errorf("reaper did not start: %w", err)
 	}
 	return &reaper{cmd: r.cmd}, nil
 }
@@ -70,38 +85,75 @@ func cmdReap(args []string) int {
 	mnt := args[0]
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if ready := os.NewFile(3, "ready"); ready != nil {
+		ready.Write([]byte{1})
+		ready.Close()
+	}
 	// The daemon may already be gone if it died during our start.
 	if os.Getppid() == 1 {
 		sigs <- syscall.SIGTERM
 	}
 	<-sigs
-	if isNeuronfsMount(mnt) {
-		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
-			fmt.Fprintf(os.Stderr, "neuronfs reaper: unmount %s: %v\n", mnt, err)
-			return 1
-		}
+	dev, ok := neuronfsMount(mnt)
+	if !ok {
+		return 0
+	}
+	// A daemon killed while it was its own client (go-fuse polls a file
+	// of its own mount once at start) leaves a thread waiting for an
+	// answer only it could give; aborting the connection ends that wait.
+	if err := abortFuseConnection(dev); err != nil {
+		fmt.Fprintf(os.Stderr, "neuronfs reaper: %v\n", err)
+	}
+	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+		fmt.Fprintf(os.Stderr, "neuronfs reaper: unmount %s: %v\n", mnt, err)
+		return 1
 	}
 	return 0
 }
 
-// isNeuronfsMount reports whether a neuronfs FUSE mount sits at mnt, so
-// the reaper never detaches something else mounted there later.
-func isNeuronfsMount(mnt string) bool {
+// neuronfsMount reports whether a neuronfs FUSE mount sits at mnt (so the
+// reaper never detaches something mounted there later) and its device.
+func neuronfsMount(mnt string) (dev uint64, ok bool) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return false
+		return 0, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		for i, fld := range fields {
-			if fld == "-" && i+2 < len(fields) && len(fields) > 4 {
-				if fields[4] == mnt && strings.HasPrefix(fields[i+1], "fuse") && fields[i+2] == "neuronfs" {
-					return true
+			if fld == "-" && i+2 < len(fields) && len(fields) > 4 &&
+				fields[4] == mnt && strings.HasPrefix(fields[i+1], "fuse") && fields[i+2] == "neuronfs" {
+				var major, minor uint64
+				if _, err := fmt.Sscanf(fields[2], "%d:%d", &major, &minor); err != nil {
+					return 0, false
 				}
+				// fusectl names a connection by the kernel's dev_t.
+				return major<<20 | minor, true
 			}
 		}
 	}
-	return false
+	return 0, false
+}
+
+const (
+	fusectlDir        = "/sys/fs/fuse/connections"
+	fusectlSuperMagic = 0x65735543
+)
+
+// abortFuseConnection aborts FUSE connection dev through fusectl,
+// mounting fusectl first if the host has not.
+func abortFuseConnection(dev uint64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(fusectlDir, &st); err != nil || st.Type != fusectlSuperMagic {
+		if err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, ""); err != nil {
+			return fmt.Errorf("mount fusectl: %w", err)
+		}
+	}
+	path := fmt.Sprintf("%s/%d/abort", fusectlDir, dev)
+	if err := os.WriteFile(path, []byte("1"), 0); err != nil {
+		return fmt.Errorf("abort fuse connection: %w", err)
+	}
+	return nil
 }

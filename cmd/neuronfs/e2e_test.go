@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// The test binary doubles as the neuronfs command (NEURONFS_AS_MAIN, which
+// its re-executed children inherit) and as a client program run inside the
+// namespace ("TESTBIN __client MODE").
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "__client" {
+		os.Exit(clients[os.Args[2]]())
+	}
+	if os.Getenv("NEURONFS_AS_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+var clients = map[string]func() int{
+	// check verifies every device and sysfs file at the real paths.
+	"check": func() int {
+		inst, err := dhal.LookupInstance(os.Getenv("NEURONFS_INSTANCE"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := testutil.CheckHost("/", inst); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	},
+	// user opens a device as whatever user it runs as.
+	"user": func() int {
+		fd, err := unix.Open("/dev/neuron0", unix.O_RDWR, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "open:", err)
+			return 1
+		}
+		var bi ioctl.DeviceBasicInfo
+		if r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &bi); r != 0 || e != 0 || bi.Architecture == 0 {
+			fmt.Fprintln(os.Stderr, "DEVICE_BASIC_INFO:", r, e, bi)
+			return 1
+		}
+		fmt.Printf("uid=%d arch=%d\n", os.Getuid(), bi.Architecture)
+		return 0
+	},
+	// wait reports that it runs, then waits for its stdin to close.
+	"wait": func() int {
+		if _, err := os.Stat("/dev/neuron0"); err != nil {
+			fmt.Println("no device:", err)
+			return 1
+		}
+		fmt.Println("ready")
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	},
+}
+
+func neuronfs(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1")
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// hostView is what must not change on the host.
+func hostView(t *testing.T) string {
+	var b strings.Builder
+	for _, dir := range []string{"/dev", "/sys/class", "/sys/devices/virtual", "/sys/module"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "neuron") {
+				fmt.Fprintf(&b, "%s/%s\n", dir, e.Name())
+			}
+		}
+		fmt.Fprintf(&b, "%s: %d entries\n", dir, len(entries))
+	}
+	// Mounts under /dev and /sys, and any neuronfs mount outside a test's
+	// temporary directory (tests of other packages mount there).
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := f[4]
+		if strings.HasPrefix(mp, "/dev") || strings.HasPrefix(mp, "/sys") ||
+			(strings.Contains(line, "neuronfs") && !strings.HasPrefix(mp, os.TempDir())) {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestRunChecksEveryDevice(t *testing.T) {
+	for _, inst := range []string{"trn1.32xlarge", "inf2.48xlarge", "trn2.48xlarge", "trn3.48xlarge"} {
+		t.Run(inst, func(t *testing.T) {
+			before := hostView(t)
+			cmd := neuronfs(t, "run", "--instance", inst, "--", os.Args[0], "__client", "check")
+			cmd.Env = append(cmd.Env, "NEURONFS_INSTANCE="+inst)
+			if out, err := cmd.Output(); err != nil {
+				t.Fatalf("client inside run: %v\n%s", err, out)
+			}
+			if after := hostView(t); after != before {
+				t.Fatalf("host changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+func TestRunLeavesHostAloneWhileRunning(t *testing.T) {
+	before := hostView(t)
+	cmd := neuronfs(t, "run", "--", os.Args[0], "__client", "wait")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	during := hostView(t)
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if line != "ready\n" {
+		t.Fatalf("client said %q", line)
+	}
+	if during != before {
+		t.Fatalf("host changed while running:\nbefore:\n%s\nduring:\n%s", before, during)
+	}
+}
+
+func TestRunExitStatus(t *testing.T) {
+	cmd := neuronfs(t, "run", "--", "sh", "-c", "exit 7")
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+		t.Fatalf("run -- sh -c 'exit 7': %v, want exit status 7", err)
+	}
+}
+
+// A non-root command inside run uses the devices (AllowOther).
+func TestRunAsUnprivilegedUser(t *testing.T) {
+	dir, err := os.MkdirTemp("", "neuronfs-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "client")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := neuronfs(t, "run", "--uid=65534", "--gid=65534", "--", bin, "__client", "user")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client as nobody: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "uid=65534 arch=3") {
+		t.Fatalf("client said %q", out)
+	}
+}
+
+func isMounted(t *testing.T, dir string) bool {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func startMount(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := neuronfs(t, append(append([]string{"mount"}, args...), dir)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the mount", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "sys/module/neuron/version"))
+		return err == nil
+	})
+	return cmd, dir
+}
+
+func TestMountUnmountsOnSignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd, dir := startMount(t, "--instance=inf2.xlarge")
+		cmd.Process.Signal(sig)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("after %v: %v", sig, err)
+		}
+		if isMounted(t, dir) {
+			t.Fatalf("still mounted after %v", sig)
+		}
+	}
+}
+
+func TestMountKilledLeavesNothingMounted(t *testing.T) {
+	cmd, dir := startMount(t, "--instance=trn1.2xlarge")
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitFor(t, "the reaper to unmount", func() bool { return !isMounted(t, dir) })
+}

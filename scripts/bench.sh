@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Benchmarks next to their floors, in one run, summarised by benchstat.
+#   scripts/bench.sh            print the table
+#   scripts/bench.sh --save     also write bench/results-<date>.txt
+# Needs root and /dev/fuse. COUNT (default 8) sets the repetitions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${COUNT:-8}
+benchstat=$(go env GOPATH)/bin/benchstat
+[ -x "$benchstat" ] || go install golang.org/x/perf/cmd/benchstat@latest
+raw=$(mktemp)
+trap 'rm -f "$raw"' EXIT
+go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$count" | tee -a "$raw"
+go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
+table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo; "$benchstat" -filter '.name:MountReady' "$raw")
+echo "$table"
+if [ "${1:-}" = "--save" ]; then
+	mkdir -p bench
+	out="bench/results-$(date +%F).txt"
+	{ echo "# scripts/bench.sh, $(date -u), $(nproc) cores, $(uname -r)"; echo "$table"; } > "$out"
+	echo "saved $out"
+fi

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite: vet, formatting, generated code, every test with the
+# race detector, and a bounded run of each fuzz target. The real-mount tests
+# need root and /dev/fuse; with NEURONFS_REQUIRE_FUSE=1 they fail instead of
+# skipping when those are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+go vet ./...
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change: $unformatted" >&2
+	exit 1
+fi
+
+# The ABI tables are generated from ioctl/testdata; they must be current.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp ioctl/abi_structs_gen.go ioctl/abi_commands_gen.go "$tmp/"
+(cd ioctl && go generate .)
+for f in abi_structs_gen.go abi_commands_gen.go; do
+	if ! cmp -s "$tmp/$f" "ioctl/$f"; then
+		echo "ioctl/$f is stale: run 'go generate ./ioctl' and commit" >&2
+		exit 1
+	fi
+done
+
+go test -race -count=1 ./...
+
+fuzztime=${NEURONFS_FUZZTIME:-15s}
+go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="$fuzztime"
