@@ -29,6 +29,7 @@ func CheckHost(root string, inst *dhal.Instance) error {
 	for i := 0; i < inst.Devices; i++ {
 		c.device(i)
 	}
+	c.others()
 	return errors.Join(c.errs...)
 }
 
@@ -261,4 +262,104 @@ func decodeNCMap(b []byte, out []ioctl.NCMapEntry) {
 	for k := range out {
 		out[k] = ioctl.NCMapEntry{DeviceID: le32(b[4+8*k:]), DeviceNCIdx: le32(b[8+8*k:])}
 	}
+}
+
+// others checks the remaining implemented commands on device 0, and the
+// free-access lane.
+func (c *checker) others() {
+	path := c.path("dev/neuron0")
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		c.fail("open %s: %v", path, err)
+		return
+	}
+	defer unix.Close(fd)
+	mem, err := OffHeap(4096)
+	if err != nil {
+		c.fail("mmap: %v", err)
+		return
+	}
+	defer unix.Munmap(mem)
+	expect := func(name string, r int, e unix.Errno, want unix.Errno) {
+		if e != want || (want == 0 && r != 0) || (want != 0 && r != -1) {
+			c.fail("%s: ioctl = %d, %v; want %v", name, r, e, want)
+		}
+	}
+
+	hdr := (*ioctl.GetAppsInfo)(ptr(mem))
+	*hdr = ioctl.GetAppsInfo{Capacity: 16}
+	r, e := IoctlAddr(fd, ioctl.CmdDeviceGetAllAppsInfo, addrOf(mem))
+	expect("DEVICE_GET_ALL_APPS_INFO", r, e, 0)
+	app := (*ioctl.AppInfo)(ptr(mem[16:]))
+	if hdr.Size != 1 || app.PID != int32(os.Getpid()) || app.NCLockMap != 0 {
+		c.fail("DEVICE_GET_ALL_APPS_INFO: %d entries, first %+v; want 1 for pid %d", hdr.Size, app, os.Getpid())
+	}
+
+	dump := ioctl.NCPIDStateDump{NCID: 1}
+	r, e = Ioctl(fd, ioctl.CmdNCPIDStateDump, &dump)
+	expect("NC_PID_STATE_DUMP", r, e, 0)
+	dump.NCID = 512
+	r, e = Ioctl(fd, ioctl.CmdNCPIDStateDump, &dump)
+	expect("NC_PID_STATE_DUMP(512)", r, e, unix.ENOENT)
+
+	copy(mem, "neuronfs check\x00")
+	pk := ioctl.Printk{Buffer: uint64(addrOf(mem)), Size: 15}
+	r, e = Ioctl(fd, ioctl.CmdPrintk, &pk)
+	expect("PRINTK", r, e, 0)
+	pk.Size = 14
+	r, e = Ioctl(fd, ioctl.CmdPrintk, &pk)
+	expect("PRINTK(no NUL)", r, e, unix.EBADMSG)
+
+	mc := ioctl.MetricsCtrl{Mode: 0}
+	r, e = Ioctl(fd, ioctl.CmdMetricsCtrl, &mc)
+	expect("METRICS_CTRL", r, e, 0)
+
+	words := [2]uint32{0xaaaa5555, 0x5555aaaa}
+	r, e = Ioctl(fd, ioctl.CmdDeviceInit, &words)
+	expect("DEVICE_INIT", r, e, 0)
+	if words != [2]uint32{0xaaaa5555, 0x5555aaaa} {
+		c.fail("DEVICE_INIT changed the caller's memory: %#x", words)
+	}
+	r, e = Ioctl(fd, ioctl.CmdDMAEngInit, &words)
+	expect("DMA_ENG_INIT", r, e, 0)
+	if words != [2]uint32{0xaaaa5555, 0x5555aaaa} {
+		c.fail("DMA_ENG_INIT changed the caller's memory: %#x", words)
+	}
+	r, e = IoctlAddr(fd, ioctl.CmdDeviceRelease, 0)
+	expect("DEVICE_RELEASE", r, e, 0)
+	var qr ioctl.DMAQueueRelease
+	r, e = Ioctl(fd, ioctl.CmdDMAQueueRelease, &qr)
+	expect("DMA_QUEUE_RELEASE", r, e, 0)
+	var nd ioctl.NotificationsDestroy
+	r, e = Ioctl(fd, ioctl.CmdNotificationsDestroyV1, &nd)
+	expect("NOTIFICATIONS_DESTROY_V1", r, e, 0)
+	var qi ioctl.NotificationsQueueInfo
+	r, e = Ioctl(fd, ioctl.CmdNotificationsQueueInfo, &qi)
+	expect("NOTIFICATIONS_QUEUE_INFO", r, e, unix.EPERM)
+	var qq ioctl.DMAQuiesceQueues
+	r, e = Ioctl(fd, ioctl.CmdDMAQuiesceQueues, &qq)
+	expect("DMA_QUIESCE_QUEUES", r, e, unix.ENOTTY)
+	status := uint8(0)
+	r, e = Ioctl(fd, ioctl.CmdDeviceResetStatus, &status)
+	expect("DEVICE_RESET_STATUS", r, e, 0)
+	if status != 1 {
+		c.fail("DEVICE_RESET_STATUS = %d, want 1", status)
+	}
+	var di ioctl.DeviceDriverInfo
+	r, e = Ioctl(fd, ioctl.CmdDriverInfoSet, &di)
+	expect("DRIVER_INFO_SET", r, e, unix.EOPNOTSUPP)
+
+	// The free-access lane.
+	wo, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		c.fail("open O_WRONLY: %v", err)
+		return
+	}
+	defer unix.Close(wo)
+	var info ioctl.DeviceInfo
+	r, e = Ioctl(wo, ioctl.CmdDeviceInfo, &info)
+	expect("DEVICE_INFO on O_WRONLY", r, e, unix.EINVAL)
+	var cv ioctl.CompatibleVersion
+	r, e = Ioctl(wo, ioctl.CmdCompatibleVersion, &cv)
+	expect("COMPATIBLE_VERSION on O_WRONLY", r, e, 0)
 }

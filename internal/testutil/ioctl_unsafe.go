@@ -31,3 +31,6 @@ func AddrOf(b []byte) uintptr { return addrOf(b) }
 func OffHeap(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 }
+
+// ptr returns a pointer to b's first byte (for overlaying a struct).
+func ptr(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
