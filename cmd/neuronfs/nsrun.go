@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 
@@ -48,18 +47,7 @@ func cmdNsRun(args []string) int {
 	if u.uid != os.Geteuid() || u.gid != os.Getegid() {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-		return 127
-	}
-	go func() {
-		for s := range sigs {
-			cmd.Process.Signal(s)
-		}
-	}()
-	return exitCode(cmd.Wait())
+	return runForwardingSignals(cmd, 127)
 }
 
 // buildView mounts the devices and places them at the real paths.

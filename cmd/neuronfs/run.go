@@ -63,11 +63,19 @@ func cmdRun(args []string) int {
 	// A new mount namespace with private propagation: nothing done inside
 	// reaches the host, and everything vanishes with the last process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	return runForwardingSignals(cmd, 1)
+}
+
+// runForwardingSignals runs cmd, passes on the signals a terminal or a
+// supervisor sends, and returns its shell-style status (failStatus if it
+// cannot start).
+func runForwardingSignals(cmd *exec.Cmd, failStatus int) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-		return 1
+		return failStatus
 	}
 	go func() {
 		for s := range sigs {

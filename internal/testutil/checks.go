@@ -116,46 +116,14 @@ func (c *checker) device(i int) {
 	}
 	defer unix.Close(fd)
 	arch := uint32(c.inst.Product.Arch)
-	call := func(name string, cmd uint32, arg any, want unix.Errno) {
-		var r int
-		var e unix.Errno
-		switch a := arg.(type) {
-		case *ioctl.DeviceBasicInfo:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.DeviceInfo:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.DeviceBDF:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.DeviceBDFExt:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.CompatibleVersion:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.DeviceDriverInfo:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.HostDeviceID:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.HostDeviceIDToRIDMap:
-			r, e = Ioctl(fd, cmd, a)
-		case *ioctl.GetLogicalToPhysicalNCMap:
-			r, e = Ioctl(fd, cmd, a)
-		case *int32:
-			r, e = Ioctl(fd, cmd, a)
-		default:
-			panic(fmt.Sprintf("no ioctl for %T", arg))
-		}
-		if e != want || (want == 0 && r != 0) {
-			c.fail("neuron%d %s: ioctl = %d, %v; want 0, %v", i, name, r, e, want)
-		}
-	}
-
 	var basic ioctl.DeviceBasicInfo
-	call("DEVICE_BASIC_INFO", ioctl.CmdDeviceBasicInfo, &basic, 0)
+	call(c, fd, i, "DEVICE_BASIC_INFO", ioctl.CmdDeviceBasicInfo, &basic, 0)
 	if basic.Architecture != arch || basic.Revision != 0 {
 		c.fail("neuron%d DEVICE_BASIC_INFO = %+v", i, basic)
 	}
 
 	info := ioctl.DeviceInfo{BARAddress: [2]uint64{7, 7}, BARSize: [2]uint64{7, 7}}
-	call("DEVICE_INFO", ioctl.CmdDeviceInfo, &info, 0)
+	call(c, fd, i, "DEVICE_INFO", ioctl.CmdDeviceInfo, &info, 0)
 	nb := c.inst.Neighbours(i)
 	if info.Architecture != arch || info.ConnectedDeviceCount != uint32(len(nb)) {
 		c.fail("neuron%d DEVICE_INFO arch %d count %d, want %d %d", i, info.Architecture, info.ConnectedDeviceCount, arch, len(nb))
@@ -171,45 +139,45 @@ func (c *checker) device(i int) {
 
 	want := c.inst.BDFs[i]
 	var bdf ioctl.DeviceBDF
-	call("DEVICE_BDF", ioctl.CmdDeviceBDF, &bdf, 0)
+	call(c, fd, i, "DEVICE_BDF", ioctl.CmdDeviceBDF, &bdf, 0)
 	if bdf.BusNumber != want.Bus || bdf.Slot != want.Slot || bdf.Func != want.Func {
 		c.fail("neuron%d DEVICE_BDF = %+v, want %v", i, bdf, want)
 	}
 	ext := ioctl.DeviceBDFExt{NDIndex: 0}
-	call("DEVICE_BDF_EXT", ioctl.CmdDeviceBDFExt, &ext, 0)
+	call(c, fd, i, "DEVICE_BDF_EXT", ioctl.CmdDeviceBDFExt, &ext, 0)
 	if ext.Domain != want.Domain || ext.BusNumber != want.Bus || ext.Slot != want.Slot || ext.Func != want.Func {
 		c.fail("neuron%d DEVICE_BDF_EXT = %+v, want %v", i, ext, want)
 	}
 	// Relative to this fd's device: the last device is reached from here.
 	last := c.inst.Devices - 1
 	ext = ioctl.DeviceBDFExt{NDIndex: uint32(last - i)}
-	call("DEVICE_BDF_EXT(last)", ioctl.CmdDeviceBDFExt, &ext, 0)
+	call(c, fd, i, "DEVICE_BDF_EXT(last)", ioctl.CmdDeviceBDFExt, &ext, 0)
 	if ext.BusNumber != c.inst.BDFs[last].Bus || ext.Slot != c.inst.BDFs[last].Slot {
 		c.fail("neuron%d DEVICE_BDF_EXT(+%d) = %+v, want %v", i, last-i, ext, c.inst.BDFs[last])
 	}
 	ext = ioctl.DeviceBDFExt{NDIndex: uint32(c.inst.Devices - i)}
-	call("DEVICE_BDF_EXT(past end)", ioctl.CmdDeviceBDFExt, &ext, unix.EINVAL)
+	call(c, fd, i, "DEVICE_BDF_EXT(past end)", ioctl.CmdDeviceBDFExt, &ext, unix.EINVAL)
 
 	var cv ioctl.CompatibleVersion
-	call("COMPATIBLE_VERSION", ioctl.CmdCompatibleVersion, &cv, 0)
+	call(c, fd, i, "COMPATIBLE_VERSION", ioctl.CmdCompatibleVersion, &cv, 0)
 	if cv.Max != c.facts.CompatMax || cv.Min != c.facts.CompatMin {
 		c.fail("neuron%d COMPATIBLE_VERSION = %+v", i, cv)
 	}
 
 	var di ioctl.DeviceDriverInfo
-	call("DRIVER_INFO_GET", ioctl.CmdDriverInfoGet, &di, 0)
+	call(c, fd, i, "DRIVER_INFO_GET", ioctl.CmdDriverInfoGet, &di, 0)
 	if di != (ioctl.DeviceDriverInfo{Architecture: arch, Size: 24, FeatureFlags1: 0x1ff}) {
 		c.fail("neuron%d DRIVER_INFO_GET = %+v", i, di)
 	}
 
 	var hid ioctl.HostDeviceID
-	call("HOST_DEVICE_ID", ioctl.CmdHostDeviceID, &hid, 0)
+	call(c, fd, i, "HOST_DEVICE_ID", ioctl.CmdHostDeviceID, &hid, 0)
 	if hid.HostDeviceID != uint32(i) {
 		c.fail("neuron%d HOST_DEVICE_ID = %d", i, hid.HostDeviceID)
 	}
 
 	var rid ioctl.HostDeviceIDToRIDMap
-	call("HOST_DEVICE_ID_TO_RID_MAP", ioctl.CmdHostDeviceIDToRIDMap, &rid, 0)
+	call(c, fd, i, "HOST_DEVICE_ID_TO_RID_MAP", ioctl.CmdHostDeviceIDToRIDMap, &rid, 0)
 	if rid.Count != uint32(c.inst.Devices) {
 		c.fail("neuron%d RID map count %d", i, rid.Count)
 	}
@@ -220,7 +188,7 @@ func (c *checker) device(i int) {
 	}
 
 	var pid int32
-	call("DEVICE_APP_PID", ioctl.CmdDeviceAppPID, &pid, 0)
+	call(c, fd, i, "DEVICE_APP_PID", ioctl.CmdDeviceAppPID, &pid, 0)
 	if pid != int32(os.Getpid()) {
 		c.fail("neuron%d DEVICE_APP_PID = %d, want %d", i, pid, os.Getpid())
 	}
@@ -235,10 +203,10 @@ func (c *checker) device(i int) {
 	defer unix.Munmap(hdr)
 	l2p.Map = uint64(addrOf(hdr))
 	if c.inst.Product.Arch == dhal.V2 {
-		call("GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, syscall.EOPNOTSUPP)
+		call(c, fd, i, "GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, syscall.EOPNOTSUPP)
 		return
 	}
-	call("GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, 0)
+	call(c, fd, i, "GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, 0)
 	decodeNCMap(hdr, entries)
 	if n := le32(hdr); n != dhal.NCMapEntries {
 		c.fail("NC map num_entries %d", n)
@@ -251,6 +219,14 @@ func (c *checker) device(i int) {
 				c.fail("NC map[%d][%d] = %+v, want {%d %d}", dev, nc, e, dev, phys)
 			}
 		}
+	}
+}
+
+// call issues one ioctl on device i and records a mismatch of the result.
+func call[T any](c *checker, fd, i int, name string, cmd uint32, arg *T, want unix.Errno) {
+	r, e := Ioctl(fd, cmd, arg)
+	if e != want || (want == 0 && r != 0) {
+		c.fail("neuron%d %s: ioctl = %d, %v; want 0, %v", i, name, r, e, want)
 	}
 }
 
