@@ -1,6 +1,7 @@
 package device
 
 import (
+	"fmt"
 	"sync"
 	"syscall"
 
@@ -30,15 +31,31 @@ type Device struct {
 	sys   *System
 	log   *logrus.Entry
 
+	phys *physMem
+
 	mu        sync.Mutex
 	openCount int // normal-fd opens not yet released
 	slots     [MaxProcessesPerDevice]attachSlot
 	state     State
 }
 
-func newDevice(s *System, index int) *Device {
-	return &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index)}
+func newDevice(s *System, index int) (*Device, error) {
+	d := &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index)}
+	phys, err := newPhysMem(d.Name(), s.Arch.PhysicalSpan())
+	if err != nil {
+		return nil, fmt.Errorf("device %d: %w", index, err)
+	}
+	d.phys = phys
+	return d, nil
 }
+
+// PhysFd returns the memfd holding the device's physical address space;
+// device files pass mmap through to it.
+func (d *Device) PhysFd() int { return d.phys.fd }
+
+// PhysView maps [pa, pa+size) of the device's physical memory into the
+// daemon (page aligned), for tests and self-tests.
+func (d *Device) PhysView(pa, size uint64) ([]byte, error) { return d.phys.view(pa, size) }
 
 // System returns the host the device belongs to.
 func (d *Device) System() *System { return d.sys }

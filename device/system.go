@@ -85,9 +85,21 @@ func NewSystem(cfg Config) (*System, error) {
 	}
 	s.dispatch = newDispatcher(s.Table)
 	for i := 0; i < inst.Devices; i++ {
-		s.Devices = append(s.Devices, newDevice(s, i))
+		d, err := newDevice(s, i)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.Devices = append(s.Devices, d)
 	}
 	return s, nil
+}
+
+// Close releases the devices' memory. Nothing may use the system after.
+func (s *System) Close() {
+	for _, d := range s.Devices {
+		d.phys.close()
+	}
 }
 
 // Device returns device i, or nil.

@@ -126,6 +126,7 @@ type ArchFacts struct {
 	coreNQ      []uint64 // per core NOTIFIC block in BAR0
 	topSPNQ     []uint64 // per TOP_SP NOTIFIC block in BAR0
 	topSPWindow []uint64 // per TOP_SP 4 MiB window in BAR0
+	mmapTable   []MmapResource
 }
 
 // archBuilders map an arch to the function building its facts; each call

@@ -54,6 +54,12 @@ func v2Facts() ArchFacts {
 		coreNQ:      []uint64{0x30535000, 0x30c35000},
 		topSPNQ:     strided(0x30e04000, 0x40000, 6),
 		topSPWindow: strided(0x10000000, TopSPWindowSize, 6),
+		mmapTable: buildMmapTable([]mmapFamily{
+			{BlockTPB, ResourceSemaphore, strided(0xfffc2700000, TPBWindowSize, 2), TPBSemaphoreArea, false},
+			{BlockTPB, ResourceSBUF, strided(0xfffc0000000, TPBWindowSize, 2), TPBSBUFSize, false},
+			{BlockTopSP, ResourceSemaphore, strided(0xfffd0000000, TopSPWindowSize, 6), TPBSemaphoreArea, false},
+			{BlockTopSP, ResourceAll, strided(0xfffd0000000, TopSPWindowSize, 6), TopSPWindowSize, true},
+		}),
 	}
 }
 

@@ -50,7 +50,22 @@ func v3Facts() ArchFacts {
 		},
 		topSPNQ:     append(strided(0x6a00000, 0x40000, 8), strided(0x46a00000, 0x40000, 8)...),
 		topSPWindow: append(strided(0xf0000000, TopSPWindowSize, 8), strided(0xf2800000, TopSPWindowSize, 8)...),
+		mmapTable:   v3MmapTable(0x600000000),
 	}
+}
+
+// v3MmapTable is the V3/V4 special mmap table; only the HBM size differs.
+// The TPB offsets advance by one window per core from the TPB-0 device
+// address, so for cores 1-7 they are not the cores' device addresses.
+func v3MmapTable(hbmSize uint64) []MmapResource {
+	topSP := append(strided(0x8280000000, 0x40000000, 8), strided(0x808280000000, 0x40000000, 8)...)
+	return buildMmapTable([]mmapFamily{
+		{BlockTPB, ResourceSemaphore, strided(0x2002700000, TPBWindowSize, 8), TPBSemaphoreArea, false},
+		{BlockTPB, ResourceSBUF, strided(0x2000000000, TPBWindowSize, 8), TPBSBUFSize, false},
+		{BlockTopSP, ResourceSemaphore, topSP, TPBSemaphoreArea, false},
+		{BlockTopSP, ResourceAll, topSP, TopSPWindowSize, true},
+		{BlockHBM, ResourceDMEM, []uint64{0x0, 0x4000000000, 0x800000000000, 0x804000000000}, hbmSize, false},
+	})
 }
 
 // torusRIDToIndex renames Trn2/Trn3 firmware routing ids (mod 16, no group

@@ -38,8 +38,9 @@ func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	// Direct I/O: the node has no page-cache contents; read and write go
-	// to the handle, which refuses them as the driver does.
+	// With passthrough (PassthroughFd) mmap, read and write go straight to
+	// the device's physical memory. Without it (degraded mode), direct I/O
+	// keeps the page cache out and the handle refuses read and write.
 	return &devFile{f: f, fsys: n.fsys}, fuse.FOPEN_DIRECT_IO, 0
 }
 
@@ -84,11 +85,15 @@ type devFile struct {
 }
 
 var (
-	_ gofs.FileFlusher  = (*devFile)(nil)
+	_ gofs.FilePassthroughFder = (*devFile)(nil)
+	_ gofs.FileFlusher         = (*devFile)(nil)
 	_ gofs.FileReleaser = (*devFile)(nil)
 	_ gofs.FileReader   = (*devFile)(nil)
 	_ gofs.FileWriter   = (*devFile)(nil)
 )
+
+// PassthroughFd hands the kernel the device's physical-memory memfd.
+func (f *devFile) PassthroughFd() (int, bool) { return f.f.Dev.PhysFd(), true }
 
 func (f *devFile) Flush(ctx context.Context) syscall.Errno {
 	f.f.Flush(f.fsys.callerTgid(ctx))

@@ -41,6 +41,10 @@ type FS struct {
 type Options struct {
 	Debug bool // log every FUSE request
 	Log   *logrus.Entry
+	// DegradedMmap starts even when client mmaps would not share memory
+	// with the daemon (no FUSE passthrough): every ioctl works, mapped
+	// memory does not.
+	DegradedMmap bool
 }
 
 // Mount serves sys at dir and returns once the kernel answers requests.
@@ -82,6 +86,13 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	f.server = server
 	f.mountpoint = dir
 	disablePoll(dir)
+	if err := f.checkMmapCoherence(dir); err != nil {
+		if !opts.DegradedMmap {
+			f.Unmount()
+			return nil, fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
+		}
+		log.WithError(err).Warn("running with degraded mmap")
+	}
 	return f, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/fs"
 )
 
 // hostFlags are the flags that describe the emulated host; mount and run
@@ -22,6 +23,7 @@ type hostFlags struct {
 	major    uint
 	logLevel string
 	debug    bool
+	degraded bool
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -32,6 +34,12 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.major, "major", 0, "character-device major of the emulated driver (default: a free dynamic major)")
 	fs.StringVar(&h.logLevel, "log-level", "warning", "log level: debug, info, warning, error")
 	fs.BoolVar(&h.debug, "debug-fuse", false, "log every FUSE request")
+	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
+}
+
+// fsOptions returns the mount options the flags ask for.
+func (h *hostFlags) fsOptions(log *logrus.Entry) fs.Options {
+	return fs.Options{Debug: h.debug, Log: log, DegradedMmap: h.degraded}
 }
 
 // args renders the flags back into a command line.
@@ -39,7 +47,7 @@ func (h *hostFlags) args() []string {
 	return []string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
-		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug),
+		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded),
 	}
 }
 

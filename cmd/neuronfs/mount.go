@@ -44,7 +44,7 @@ func cmdMount(args []string) int {
 	if err != nil {
 		log.WithError(err).Warn("no reaper: a SIGKILLed daemon will leave a dead mount (see 'umount -l')")
 	}
-	fsys, err := fs.Mount(sys, mnt, fs.Options{Debug: h.debug, Log: log})
+	fsys, err := fs.Mount(sys, mnt, h.fsOptions(log))
 	if err != nil {
 		reaper.stop()
 		log.WithError(err).Error("mount failed")

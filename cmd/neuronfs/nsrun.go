@@ -59,7 +59,7 @@ func buildView(sys *device.System, h hostFlags, log *logrus.Entry) error {
 	if err := os.Mkdir(stagingMount, 0o700); err != nil {
 		return err
 	}
-	if _, err := fs.Mount(sys, stagingMount, fs.Options{Debug: h.debug, Log: log}); err != nil {
+	if _, err := fs.Mount(sys, stagingMount, h.fsOptions(log)); err != nil {
 		return err
 	}
 	for _, d := range sys.Devices {
