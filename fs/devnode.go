@@ -87,9 +87,9 @@ type devFile struct {
 var (
 	_ gofs.FilePassthroughFder = (*devFile)(nil)
 	_ gofs.FileFlusher         = (*devFile)(nil)
-	_ gofs.FileReleaser = (*devFile)(nil)
-	_ gofs.FileReader   = (*devFile)(nil)
-	_ gofs.FileWriter   = (*devFile)(nil)
+	_ gofs.FileReleaser        = (*devFile)(nil)
+	_ gofs.FileReader          = (*devFile)(nil)
+	_ gofs.FileWriter          = (*devFile)(nil)
 )
 
 // PassthroughFd hands the kernel the device's physical-memory memfd.
