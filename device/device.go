@@ -37,10 +37,18 @@ type Device struct {
 	openCount int // normal-fd opens not yet released
 	slots     [MaxProcessesPerDevice]attachSlot
 	state     State
+	changed   chan struct{} // closed on every change waiters may wait for
+
+	crwl         crwlState
+	cinit        [maxCoreSlots]uint32
+	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
 }
 
 func newDevice(s *System, index int) (*Device, error) {
 	d := &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index)}
+	for i := range d.cinit {
+		d.cinit[i] = cinitInvalid
+	}
 	phys, err := newPhysMem(d.Name(), s.Arch.PhysicalSpan())
 	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", index, err)
@@ -117,8 +125,8 @@ func (d *Device) attachLocked(tgid int32) syscall.Errno {
 // Flush runs on every close() of a descriptor of f, by the closing tgid.
 func (f *File) Flush(tgid int32) {
 	if f.FreeAccess {
-		// Core range marks of tgid are released here in the driver; the
-		// range allocator is not emulated yet, so there is nothing to drop.
+		// Closing a free-access fd frees every core the process marked.
+		f.Dev.sys.unmarkAll(tgid)
 		return
 	}
 	d := f.Dev
@@ -130,7 +138,7 @@ func (f *File) Flush(tgid int32) {
 			s.count--
 			if s.count == 0 {
 				s.tgid = 0
-				d.log.WithField("tgid", tgid).Debug("process detached")
+				d.detachLocked(tgid)
 			}
 			return
 		}
@@ -184,4 +192,11 @@ func (d *Device) OpenCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.openCount
+}
+
+// detachLocked releases what the driver releases when a process's last
+// normal fd of the device is flushed.
+func (d *Device) detachLocked(tgid int32) {
+	d.releaseCRWLLocked(tgid)
+	d.log.WithField("tgid", tgid).Debug("process detached")
 }

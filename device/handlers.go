@@ -21,6 +21,18 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_PRINTK":                         printk,
 	"NEURON_IOCTL_METRICS_CTRL":                   metricsCtrl,
 
+	// Core locks, reservation and init (crwl.go, reserve.go, cinit.go).
+	"NEURON_IOCTL_CRWL_READER_ENTER":         crwlReaderEnter,
+	"NEURON_IOCTL_CRWL_READER_EXIT":          crwlReaderExit,
+	"NEURON_IOCTL_CRWL_WRITER_ENTER":         crwlWriterEnter,
+	"NEURON_IOCTL_CRWL_WRITER_DOWNGRADE":     crwlWriterDowngrade,
+	"NEURON_IOCTL_CRWL_NC_RANGE_MARK":        crwlRangeMark,
+	"NEURON_IOCTL_CRWL_NC_RANGE_MARK_EXT0":   crwlRangeMark,
+	"NEURON_IOCTL_CRWL_NC_RANGE_UNMARK":      crwlRangeUnmark,
+	"NEURON_IOCTL_CRWL_NC_RANGE_UNMARK_EXT0": crwlRangeUnmark,
+	"NEURON_IOCTL_CINIT_SET_STATE":           cinitSetState,
+	"NEURON_IOCTL_NC_MODEL_STARTED_COUNT":    ncModelStartedCount,
+
 	// Commands the driver answers without doing anything (stubs.go).
 	"NEURON_IOCTL_DEVICE_INIT":              returnZero,
 	"NEURON_IOCTL_DEVICE_RELEASE":           returnZero,

@@ -186,14 +186,23 @@ func deviceGetAllAppsInfo(r *Request) Result {
 		return n
 	}
 	var apps []ioctl.AppInfo
-	for _, pid := range r.Dev().AttachedPIDs() {
+	d := r.Dev()
+	d.mu.Lock()
+	for _, slot := range d.slots {
 		if uint32(len(apps)) >= hdr.Capacity {
 			break
 		}
-		// CRWL locks and per-process memory are not emulated yet: the
-		// lock map and usage are what a process holding none reports.
-		apps = append(apps, ioctl.AppInfo{PID: pid})
+		if slot.count == 0 {
+			continue
+		}
+		app := ioctl.AppInfo{PID: slot.tgid}
+		if hdr.AppsInfoFlags&appInfoNCLockInfo != 0 {
+			app.NCLockMap, app.UUIDData = d.lockMapLocked(slot.tgid)
+		}
+		// Per-process memory use is reported once memory is emulated.
+		apps = append(apps, app)
 	}
+	d.mu.Unlock()
 	hdr.Size = uint32(len(apps))
 	out := append([]byte(nil), ioctl.Bytes(&hdr)...)
 	for i := range apps {
@@ -217,8 +226,11 @@ func ncPIDStateDump(r *Request) Result {
 	if s.Device(int(v.NCID)/s.Arch.CoresPerDevice) == nil {
 		return Errno(syscall.EPERM) // the driver's -1
 	}
-	// Only a range-marked core has an owner to dump; core reservation is
-	// not emulated yet, so no core is marked and there is nothing to log.
+	// Only a range-marked core has an owner to report. The driver also
+	// dumps its per-device activity log to dmesg; that log is not kept.
+	if owner := s.coreOwner(v.NCID); owner != 0 {
+		s.log.WithFields(logrus.Fields{"core": v.NCID, "owner": owner, "requested_by": r.Caller.Tgid}).Warn("NC_PID_STATE_DUMP: core owner")
+	}
 	return 0
 }
 

@@ -45,6 +45,7 @@ type System struct {
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
+	cores       coreReservations
 	notifyDelay bool // sysfs info/notify_delay: "0" enables sysfs_notify
 }
 
