@@ -12,6 +12,7 @@ const usage = `neuronfs: emulated AWS Neuron devices
 Usage:
   neuronfs mount [flags] MOUNTPOINT      serve dev/ and sys/ under MOUNTPOINT until SIGINT/SIGTERM
   neuronfs run [flags] -- CMD [ARGS...]  run CMD with /dev/neuronN and the driver's sysfs in place
+  neuronfs ls [--json-output] [--root DIR] list the Neuron devices (works on real hardware too)
   neuronfs instances                     list the instance profiles
 
 Run 'neuronfs mount -h' or 'neuronfs run -h' for the flags.
@@ -26,6 +27,7 @@ func main() {
 		"mount":     cmdMount,
 		"run":       cmdRun,
 		"instances": cmdInstances,
+		"ls":        cmdLs,
 		// Internal steps of mount and run, executed in child processes.
 		nsRunCmd: cmdNsRun,
 		reapCmd:  cmdReap,

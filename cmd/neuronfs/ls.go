@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/runtime"
+)
+
+// lsDevice is one row of `neuronfs ls`; the JSON names are the vendor
+// tool's.
+type lsDevice struct {
+	Device      int         `json:"neuron_device"`
+	BDF         string      `json:"bdf"`
+	ConnectedTo []uint32    `json:"connected_to"`
+	Cores       int         `json:"nc_count"`
+	MemorySize  uint64      `json:"memory_size"`
+	CoreIDs     []int       `json:"neuroncore_ids"`
+	Processes   []lsProcess `json:"neuron_processes"`
+}
+
+type lsProcess struct {
+	PID     int32  `json:"pid"`
+	Command string `json:"command"`
+}
+
+func cmdLs(args []string) int {
+	fl := flag.NewFlagSet("ls", flag.ContinueOnError)
+	asJSON := fl.Bool("json-output", false, "print JSON")
+	root := fl.String("root", "/", "where the driver's dev/ and sys/ are (a 'neuronfs mount' point)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	devs, err := listDevices(runtime.Host{Root: *root})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs ls:", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "    ")
+		if err := enc.Encode(devs); err != nil {
+			return 1
+		}
+		return 0
+	}
+	printDeviceTable(os.Stdout, devs)
+	return 0
+}
+
+// listDevices gathers the table through the driver interface only.
+func listDevices(h runtime.Host) ([]lsDevice, error) {
+	indices, err := h.DeviceIndices()
+	if err != nil {
+		return nil, err
+	}
+	if len(indices) == 0 {
+		return nil, fmt.Errorf("no neuron devices under %s", h.Root)
+	}
+	out := make([]lsDevice, 0, len(indices))
+	coreBase := 0
+	for _, i := range indices {
+		row := lsDevice{Device: i, ConnectedTo: []uint32{}, CoreIDs: []int{}, Processes: []lsProcess{}}
+		if s, err := h.SysfsDevice(i, "core_count"); err == nil {
+			row.Cores, _ = strconv.Atoi(s)
+		}
+		if name, err := h.SysfsDevice(i, "info/architecture/instance_type"); err == nil {
+			if p, err := dhal.LookupProduct(name); err == nil {
+				if f, err := dhal.Facts(p.Arch); err == nil {
+					row.MemorySize = uint64(f.HBMChannels) * f.HBMSize
+				}
+			}
+		}
+		for c := 0; c < row.Cores; c++ {
+			row.CoreIDs = append(row.CoreIDs, coreBase+c)
+		}
+		coreBase += row.Cores
+		d, err := h.Open(i)
+		if err != nil {
+			return nil, err
+		}
+		if row.BDF, err = d.PCIAddress(); err == nil {
+			row.BDF = strings.TrimPrefix(row.BDF, "0000:")
+		}
+		if nb, err := d.ConnectedDevices(); err == nil {
+			row.ConnectedTo = nb
+		}
+		if apps, err := d.Apps(0); err == nil {
+			for _, a := range apps {
+				if int(a.PID) == os.Getpid() {
+					continue // this listing's own open
+				}
+				row.Processes = append(row.Processes, lsProcess{PID: a.PID, Command: processName(a.PID)})
+			}
+		}
+		d.Close()
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func processName(pid int32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func printDeviceTable(w io.Writer, devs []lsDevice) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NEURON DEVICE\tNEURON CORES\tNEURON MEMORY\tCONNECTED DEVICES\tPCI BDF\tPROCESSES")
+	for _, d := range devs {
+		var nb, procs []string
+		for _, n := range d.ConnectedTo {
+			nb = append(nb, strconv.Itoa(int(n)))
+		}
+		for _, p := range d.Processes {
+			procs = append(procs, fmt.Sprintf("%d %s", p.PID, p.Command))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d GB\t%s\t%s\t%s\n", d.Device, d.Cores, d.MemorySize>>30, strings.Join(nb, ", "), d.BDF, strings.Join(procs, "; "))
+	}
+	tw.Flush()
+}
