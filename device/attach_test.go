@@ -1,6 +1,7 @@
 package device
 
 import (
+	"context"
 	"syscall"
 	"testing"
 )
@@ -18,19 +19,19 @@ func newTestSystem(t *testing.T, instance string) *System {
 // of the closing tgid; the slot frees when the count reaches zero.
 func TestFlushCountsPerTgid(t *testing.T) {
 	d := newTestSystem(t, "trn1.2xlarge").Devices[0]
-	a, errno := d.Open(syscall.O_RDWR, 10)
+	a, errno := d.Open(context.Background(), Caller{Tgid: 10}, syscall.O_RDWR)
 	if errno != 0 {
 		t.Fatal(errno)
 	}
-	if _, errno := d.Open(syscall.O_RDONLY, 10); errno != 0 {
+	if _, errno := d.Open(context.Background(), Caller{Tgid: 10}, syscall.O_RDONLY); errno != 0 {
 		t.Fatal(errno)
 	}
-	a.Flush(10)
+	a.Flush(context.Background(), Caller{Tgid: 10})
 	if !d.IsAttached(10) {
 		t.Fatal("detached after one of two flushes")
 	}
-	a.Flush(11) // another process closing an inherited copy: not attached, no effect
-	a.Flush(10)
+	a.Flush(context.Background(), Caller{Tgid: 11}) // another process closing an inherited copy: not attached, no effect
+	a.Flush(context.Background(), Caller{Tgid: 10})
 	if d.IsAttached(10) {
 		t.Fatal("still attached after both flushes")
 	}
@@ -43,19 +44,19 @@ func TestFlushCountsPerTgid(t *testing.T) {
 func TestAttachTableFull(t *testing.T) {
 	d := newTestSystem(t, "trn1.2xlarge").Devices[0]
 	for pid := int32(1); pid <= MaxProcessesPerDevice; pid++ {
-		if _, errno := d.Open(syscall.O_RDWR, pid); errno != 0 {
+		if _, errno := d.Open(context.Background(), Caller{Tgid: pid}, syscall.O_RDWR); errno != 0 {
 			t.Fatalf("pid %d: %v", pid, errno)
 		}
 	}
-	if _, errno := d.Open(syscall.O_RDWR, 99); errno != syscall.EBUSY {
+	if _, errno := d.Open(context.Background(), Caller{Tgid: 99}, syscall.O_RDWR); errno != syscall.EBUSY {
 		t.Fatalf("17th: %v, want EBUSY", errno)
 	}
 	// A free-access open never needs a slot.
-	if f, errno := d.Open(syscall.O_WRONLY, 99); errno != 0 || !f.FreeAccess {
+	if f, errno := d.Open(context.Background(), Caller{Tgid: 99}, syscall.O_WRONLY); errno != 0 || !f.FreeAccess {
 		t.Fatalf("O_WRONLY open: %v", errno)
 	}
 	// A process already attached opens again without a new slot.
-	if _, errno := d.Open(syscall.O_RDWR, 5); errno != 0 {
+	if _, errno := d.Open(context.Background(), Caller{Tgid: 5}, syscall.O_RDWR); errno != 0 {
 		t.Fatalf("re-open by attached pid: %v", errno)
 	}
 }

@@ -72,7 +72,7 @@ func TestCRWLWriterReaderProtocol(t *testing.T) {
 	if m != 1<<2 || uuids[2] != uuid(1) {
 		t.Errorf("lock map %#x %v", m, uuids[2])
 	}
-	a.Flush(100)
+	a.Flush(context.Background(), Caller{Tgid: 100})
 	res, _ = call(t, ctx, b, 200, ioctl.CmdCRWLWriterEnter, ioctl.CRWL{NCID: 2, UUID: uuid(3)})
 	wantErrno(t, "writer after the holder's last flush", res, 0)
 }
@@ -123,7 +123,7 @@ func TestRangeMark(t *testing.T) {
 		t.Error("another process unmarked a core it does not own")
 	}
 	// Closing a free-access fd unmarks everything the process marked.
-	a.Flush(100)
+	a.Flush(context.Background(), Caller{Tgid: 100})
 	if s.coreOwner(8) != 0 || s.cores.count != 0 {
 		t.Errorf("after flush: owner %d, count %d", s.coreOwner(8), s.cores.count)
 	}

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"syscall"
@@ -39,6 +40,7 @@ type Device struct {
 	state     State
 	changed   chan struct{} // closed on every change waiters may wait for
 
+	reset        resetEngine
 	crwl         crwlState
 	cinit        [maxCoreSlots]uint32
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
@@ -54,6 +56,13 @@ func newDevice(s *System, index int) (*Device, error) {
 		return nil, fmt.Errorf("device %d: %w", index, err)
 	}
 	d.phys = phys
+	d.reset.work = make(chan struct{}, 1)
+	d.reset.stop = make(chan struct{})
+	go d.resetWorker()
+	// The driver resets every device at probe; opens wait for it.
+	d.mu.Lock()
+	d.startResetLocked(ncMapDevice, resetRequestAll)
+	d.mu.Unlock()
 	return d, nil
 }
 
@@ -83,8 +92,10 @@ type File struct {
 	FreeAccess bool
 }
 
-// Open does what the driver's open does for the calling tgid.
-func (d *Device) Open(flags int, tgid int32) (*File, syscall.Errno) {
+// Open does what the driver's open does for the calling tgid: count the
+// open, wait out a device reset, refuse an invalid device, attach.
+func (d *Device) Open(ctx context.Context, caller Caller, flags int) (*File, syscall.Errno) {
+	tgid := caller.Tgid
 	// The driver tests the O_WRONLY bit alone, so access mode 3 is free
 	// access too.
 	if flags&syscall.O_WRONLY != 0 {
@@ -92,15 +103,22 @@ func (d *Device) Open(flags int, tgid int32) (*File, syscall.Errno) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	switch d.state {
-	case StateInvalid:
+	d.openCount++
+	for d.state == StateReset {
+		if !d.sleepLocked(ctx) && caller.fatal() {
+			d.openCount--
+			return nil, syscall.EINTR
+		}
+	}
+	if d.state == StateInvalid {
+		d.openCount--
 		return nil, syscall.EINVAL
 	}
 	if errno := d.attachLocked(tgid); errno != 0 {
+		d.openCount--
 		d.log.WithFields(logrus.Fields{"tgid": tgid}).Warn("open refused: attach table full")
 		return nil, errno
 	}
-	d.openCount++
 	return &File{Dev: d}, 0
 }
 
@@ -122,8 +140,9 @@ func (d *Device) attachLocked(tgid int32) syscall.Errno {
 	return 0
 }
 
-// Flush runs on every close() of a descriptor of f, by the closing tgid.
-func (f *File) Flush(tgid int32) {
+// Flush runs on every close() of a descriptor of f, by the closing task.
+func (f *File) Flush(ctx context.Context, caller Caller) {
+	tgid := caller.Tgid
 	if f.FreeAccess {
 		// Closing a free-access fd frees every core the process marked.
 		f.Dev.sys.unmarkAll(tgid)
@@ -134,12 +153,13 @@ func (f *File) Flush(tgid int32) {
 	defer d.mu.Unlock()
 	for i := range d.slots {
 		s := &d.slots[i]
+		if s.count == 1 && s.tgid == tgid {
+			d.detachLocked(ctx, caller)
+			s.count, s.tgid = 0, 0
+			return
+		}
 		if s.count > 0 && s.tgid == tgid {
 			s.count--
-			if s.count == 0 {
-				s.tgid = 0
-				d.detachLocked(tgid)
-			}
 			return
 		}
 	}
@@ -195,8 +215,10 @@ func (d *Device) OpenCount() int {
 }
 
 // detachLocked releases what the driver releases when a process's last
-// normal fd of the device is flushed.
-func (d *Device) detachLocked(tgid int32) {
-	d.releaseCRWLLocked(tgid)
-	d.log.WithField("tgid", tgid).Debug("process detached")
+// normal fd of the device is flushed: first it lets a reset the process
+// asked for finish (and reaps it), then drops the process's locks.
+func (d *Device) detachLocked(ctx context.Context, caller Caller) {
+	d.waitResetLocked(ctx, caller.fatal, uint32(caller.Tgid), true)
+	d.releaseCRWLLocked(caller.Tgid)
+	d.log.WithField("tgid", caller.Tgid).Debug("process detached")
 }

@@ -62,11 +62,11 @@ func FuzzIoctl(f *testing.F) {
 		f.Fatal(err)
 	}
 	dev := sys.Devices[3]
-	attached, errno := dev.Open(syscall.O_RDWR, 100)
+	attached, errno := dev.Open(context.Background(), Caller{Tgid: 100}, syscall.O_RDWR)
 	if errno != 0 {
 		f.Fatal(errno)
 	}
-	free, _ := dev.Open(syscall.O_WRONLY, 100)
+	free, _ := dev.Open(context.Background(), Caller{Tgid: 100}, syscall.O_WRONLY)
 	f.Fuzz(func(t *testing.T, cmd uint32, mem []byte, argOffset uint64, freeAccess bool) {
 		m := &fakeMemory{base: 0x10000, mem: mem}
 		file := attached

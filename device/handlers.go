@@ -33,6 +33,12 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_CINIT_SET_STATE":           cinitSetState,
 	"NEURON_IOCTL_NC_MODEL_STARTED_COUNT":    ncModelStartedCount,
 
+	// Reset (reset.go).
+	"NEURON_IOCTL_NC_RESET":       ncReset,
+	"NEURON_IOCTL_NC_RESET_READY": ncResetReady,
+	"NEURON_IOCTL_DEVICE_RESET":   deviceResetDeprecated,
+	"NEURON_IOCTL_DEVICE_READY":   deviceReadyDeprecated,
+
 	// Commands the driver answers without doing anything (stubs.go).
 	"NEURON_IOCTL_DEVICE_INIT":              returnZero,
 	"NEURON_IOCTL_DEVICE_RELEASE":           returnZero,

@@ -25,7 +25,7 @@ func call[T any](t *testing.T, ctx context.Context, f *File, tgid int32, cmd uin
 
 func open(t *testing.T, d *Device, flags int, tgid int32) *File {
 	t.Helper()
-	f, errno := d.Open(flags, tgid)
+	f, errno := d.Open(context.Background(), Caller{Tgid: tgid}, flags)
 	if errno != 0 {
 		t.Fatal(errno)
 	}

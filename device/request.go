@@ -18,7 +18,13 @@ type UserMemory interface {
 type Caller struct {
 	Tid  int32
 	Tgid int32 // the driver keys everything by tgid
+	// FatalSignalPending reports whether SIGTERM or SIGKILL is pending for
+	// the caller: the driver's waits end only for those, while a FUSE
+	// interrupt comes for any signal.
+	FatalSignalPending func() bool
 }
+
+func (c Caller) fatal() bool { return c.FatalSignalPending != nil && c.FatalSignalPending() }
 
 // Request is one ioctl as a handler sees it.
 type Request struct {

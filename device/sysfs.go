@@ -117,14 +117,15 @@ func connectedDevices(nb []uint32) string {
 	return out
 }
 
-// storeReset: the driver starts a full-device reset when nobody has the
-// node open and ignores the write otherwise. The reset engine is not
-// emulated yet, so a write that would reset is refused as unsupported.
+// storeReset: any write starts a full-device reset when nobody has the
+// node open, and is ignored otherwise.
 func (d *Device) storeReset([]byte) syscall.Errno {
-	if d.OpenCount() > 0 {
-		return 0
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.openCount == 0 {
+		d.startResetLocked(ncMapDevice, resetRequestAll)
 	}
-	return syscall.EOPNOTSUPP
+	return 0
 }
 
 func (s *System) showNotifyDelay() string {

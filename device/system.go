@@ -4,8 +4,10 @@
 package device
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -27,7 +29,12 @@ type Config struct {
 	Revision uint32
 	// Major is the character-device major the emulated driver owns.
 	Major uint32
-	Log   *logrus.Entry
+	// ResetLatency is how long the emulated firmware takes to reset
+	// (default 1 ms).
+	ResetLatency time.Duration
+	// FailResets makes every reset fail, to test error paths.
+	FailResets bool
+	Log        *logrus.Entry
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -42,6 +49,9 @@ type System struct {
 
 	log      *logrus.Entry
 	dispatch *dispatcher
+
+	resetLatency time.Duration
+	failResets   bool
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
@@ -83,6 +93,12 @@ func NewSystem(cfg Config) (*System, error) {
 		Revision: cfg.Revision,
 		Major:    cfg.Major,
 		log:      log.WithField("instance", inst.Name),
+
+		resetLatency: cfg.ResetLatency,
+		failResets:   cfg.FailResets,
+	}
+	if s.resetLatency == 0 {
+		s.resetLatency = time.Millisecond
 	}
 	s.dispatch = newDispatcher(s.Table)
 	for i := 0; i < inst.Devices; i++ {
@@ -93,12 +109,21 @@ func NewSystem(cfg Config) (*System, error) {
 		}
 		s.Devices = append(s.Devices, d)
 	}
+	// Like probe, construction ends when every device's first reset has.
+	for _, d := range s.Devices {
+		d.mu.Lock()
+		for d.state == StateReset {
+			d.sleepLocked(context.Background())
+		}
+		d.mu.Unlock()
+	}
 	return s, nil
 }
 
 // Close releases the devices' memory. Nothing may use the system after.
 func (s *System) Close() {
 	for _, d := range s.Devices {
+		close(d.reset.stop)
 		d.phys.close()
 	}
 }

@@ -43,3 +43,30 @@ func (d *Device) waitLocked(ctx context.Context, budget time.Duration, ready fun
 	}
 	return 0
 }
+
+// sleepLocked waits, with d.mu released meanwhile, for the next change of
+// the device or for the caller's interruption. It reports false when it
+// returned because the caller was interrupted (then it also paces itself,
+// since an interrupted context stays done).
+func (d *Device) sleepLocked(ctx context.Context) bool {
+	if d.changed == nil {
+		d.changed = make(chan struct{})
+	}
+	ch := d.changed
+	d.mu.Unlock()
+	defer d.mu.Lock()
+	if ctx.Err() != nil {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(10 * time.Millisecond):
+			return false
+		}
+	}
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -33,8 +33,7 @@ func (n *devNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 }
 
 func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	tgid := n.fsys.callerTgid(ctx)
-	f, errno := n.dev.Open(int(flags), tgid)
+	f, errno := n.dev.Open(ctx, n.fsys.caller(ctx), int(flags))
 	if errno != 0 {
 		return nil, 0, errno
 	}
@@ -49,15 +48,14 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 	if !ok {
 		return 0, syscall.EBADF
 	}
-	caller, _ := fuse.FromContext(ctx)
-	tid := int32(caller.Pid)
-	mem := callerMemory{pid: int(tid)}
+	caller := n.fsys.caller(ctx)
+	mem := callerMemory{pid: int(caller.Tid)}
 	req := &device.Request{
 		Ctx:    ctx,
 		File:   df.f,
 		Cmd:    cmd,
 		Arg:    arg,
-		Caller: device.Caller{Tid: tid, Tgid: n.fsys.tgids.lookup(tid)},
+		Caller: caller,
 		Mem:    mem,
 	}
 	if ioctl.Dir(cmd)&ioctl.DirWrite != 0 {
@@ -96,7 +94,7 @@ var (
 func (f *devFile) PassthroughFd() (int, bool) { return f.f.Dev.PhysFd(), true }
 
 func (f *devFile) Flush(ctx context.Context) syscall.Errno {
-	f.f.Flush(f.fsys.callerTgid(ctx))
+	f.f.Flush(ctx, f.fsys.caller(ctx))
 	return 0
 }
 

@@ -113,12 +113,18 @@ func (f *FS) Unmount() error {
 // Wait blocks until the filesystem is unmounted by someone else.
 func (f *FS) Wait() { f.server.Wait() }
 
-func (f *FS) callerTgid(ctx context.Context) int32 {
-	caller, ok := fuse.FromContext(ctx)
+// caller identifies the task behind a FUSE request.
+func (f *FS) caller(ctx context.Context) device.Caller {
+	c, ok := fuse.FromContext(ctx)
 	if !ok {
-		return 0
+		return device.Caller{}
 	}
-	return f.tgids.lookup(int32(caller.Pid))
+	tid := int32(c.Pid)
+	return device.Caller{
+		Tid:                tid,
+		Tgid:               f.tgids.lookup(tid),
+		FatalSignalPending: func() bool { return fatalSignalPending(tid) },
+	}
 }
 
 // build lays out the tree: device nodes, class directory, device

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -143,4 +144,29 @@ func (m *Misc) MarkCores(count, first, last uint32) (uint64, error) {
 func (m *Misc) UnmarkCores(bitmap uint64) error {
 	v := ioctl.CRWLNCMap{Bitmap: bitmap}
 	return do(m.fd, "CRWL_NC_RANGE_UNMARK", ioctl.CmdCRWLNCRangeUnmark, &v)
+}
+
+// Reset resets the cores in ncMap (0xffffffff: the whole device) and waits
+// for the outcome (NC_RESET, then NC_RESET_READY).
+func (d *Device) Reset(ncMap uint32) error {
+	v := ioctl.DeviceReset{NCMap: ncMap}
+	if err := do(d.fd, "NC_RESET", ioctl.CmdNCReset, &v); err != nil {
+		return err
+	}
+	ready := ioctl.DeviceReady{RequestID: v.RequestID}
+	if err := do(d.fd, "NC_RESET_READY", ioctl.CmdNCResetReady, &ready); err != nil {
+		return err
+	}
+	if ready.Result != 0 {
+		return &Error{Cmd: "NC_RESET_READY", Errno: resetErrno(ready.Result)}
+	}
+	return nil
+}
+
+// resetErrno maps NC_RESET_READY's result: 1 failed, -4 interrupted.
+func resetErrno(result int32) syscall.Errno {
+	if result < 0 {
+		return syscall.Errno(-result)
+	}
+	return syscall.EIO
 }

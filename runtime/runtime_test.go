@@ -60,4 +60,7 @@ func TestDiscoveryAndReservation(t *testing.T) {
 	if _, err := m.MarkCores(2, 0, 7); err != nil {
 		t.Fatalf("mark after unmark: %v", err)
 	}
+	if err := d.Reset(0b11); err != nil {
+		t.Fatalf("reset of the marked cores: %v", err)
+	}
 }

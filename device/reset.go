@@ -1,0 +1,248 @@
+package device
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// The reset engine: requests queue per device and one worker serves them
+// in FIFO order, coalescing whatever is pending into one reset, as the
+// driver's "nd%d reset" kthread does.
+
+const (
+	// ncMapDevice selects the whole device.
+	ncMapDevice uint32 = 0xffffffff
+	// resetRequestAll is the driver's own request id (probe, sysfs reset):
+	// waiters poll the device state instead of reaping a completion.
+	resetRequestAll uint32 = 0xffffffff
+)
+
+type resetState int
+
+const (
+	resetStarted resetState = iota
+	resetCompleted
+	resetFailed
+)
+
+type resetRequest struct {
+	id    uint32
+	ncMap uint32
+	state resetState
+}
+
+// resetEngine is a device's queue of pending and completed-but-unreaped
+// requests. It lives under the device lock.
+type resetEngine struct {
+	pending   []*resetRequest
+	completed []*resetRequest
+	work      chan struct{} // wakes the worker
+	stop      chan struct{}
+	// reqCount and failCount feed the sysfs other_info counters.
+	reqCount  [maxCoreSlots]uint64
+	failCount [maxCoreSlots]uint64
+	// hardwareResets counts resets performed (after coalescing).
+	hardwareResets int
+}
+
+func (e *resetEngine) find(id uint32) *resetRequest {
+	for _, q := range [][]*resetRequest{e.pending, e.completed} {
+		for _, r := range q {
+			if r.id == id {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// startResetLocked queues a reset of the cores in ncMap, doing at once
+// what the driver does at queueing time. It returns 1, as the driver does,
+// if a request with this id is already pending or unreaped.
+func (d *Device) startResetLocked(ncMap, id uint32) Result {
+	e := &d.reset
+	if e.find(id) != nil {
+		d.log.WithField("request", id).Warn("reset request already pending")
+		return 1
+	}
+	if id == resetRequestAll {
+		d.state = StateReset
+	}
+	for c := 0; c < maxCoreSlots; c++ {
+		if ncMap == ncMapDevice || ncMap&(1<<c) != 0 {
+			d.cinit[c] = cinitInvalid
+			d.modelStarted[c] = 0
+			e.reqCount[c]++
+		}
+	}
+	e.pending = append(e.pending, &resetRequest{id: id, ncMap: ncMap})
+	d.notifyLocked()
+	select {
+	case e.work <- struct{}{}:
+	default:
+	}
+	return 0
+}
+
+// resetWorker serves the queue until the device closes.
+func (d *Device) resetWorker() {
+	e := &d.reset
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-e.work:
+		}
+		for d.serveResets() {
+		}
+	}
+}
+
+// serveResets takes what is pending, resets, and records the outcome. It
+// reports whether it did anything.
+func (d *Device) serveResets() bool {
+	d.mu.Lock()
+	e := &d.reset
+	if len(e.pending) == 0 {
+		d.mu.Unlock()
+		return false
+	}
+	// The driver's own request is served alone; user requests are merged.
+	batch := e.pending
+	if batch[0].id == resetRequestAll {
+		batch = batch[:1]
+	}
+	var ncMap uint32
+	for _, r := range batch {
+		ncMap |= r.ncMap
+	}
+	d.mu.Unlock()
+
+	ok := d.sys.hardwareReset(d, ncMap)
+	d.mu.Lock()
+	e.hardwareResets++
+	d.mu.Unlock()
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e.pending = e.pending[len(batch):]
+	state := resetCompleted
+	if !ok {
+		state = resetFailed
+		for c := 0; c < maxCoreSlots; c++ {
+			if ncMap == ncMapDevice || ncMap&(1<<c) != 0 {
+				e.failCount[c]++
+			}
+		}
+	}
+	if batch[0].id == resetRequestAll {
+		d.state = StateReady
+		if !ok {
+			d.state = StateInvalid
+		}
+	} else {
+		for _, r := range batch {
+			r.state = state
+		}
+		e.completed = append(e.completed, batch...)
+	}
+	d.notifyLocked()
+	return true
+}
+
+// hardwareReset stands for the firmware's reset of the cores in ncMap; it
+// takes the configured time and succeeds unless a fault is injected.
+func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
+	select {
+	case <-time.After(s.resetLatency):
+	case <-d.reset.stop:
+		return false
+	}
+	return !s.failResets
+}
+
+// waitResetLocked waits for request id and reaps it: 0 completed, 1 failed
+// or unknown (0 when unknown and check is set), -EINTR when the caller is
+// being terminated. Like the driver, only SIGTERM or SIGKILL end the wait.
+func (d *Device) waitResetLocked(ctx context.Context, fatal func() bool, id uint32, check bool) int32 {
+	e := &d.reset
+	req := e.find(id)
+	if req == nil {
+		if check {
+			return 0
+		}
+		return 1
+	}
+	for req.state == resetStarted {
+		// FUSE interrupts for any signal and does not say which: only a
+		// pending SIGTERM or SIGKILL ends the wait, as in the driver.
+		if !d.sleepLocked(ctx) && fatal() {
+			return -int32(syscall.EINTR)
+		}
+	}
+	for i, r := range e.completed {
+		if r == req {
+			e.completed = append(e.completed[:i], e.completed[i+1:]...)
+			break
+		}
+	}
+	if req.state == resetCompleted {
+		return 0
+	}
+	return 1
+}
+
+func ncReset(r *Request) Result {
+	var v ioctl.DeviceReset
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	v.RequestID = uint32(r.Caller.Tgid)
+	d.mu.Lock()
+	res := d.startResetLocked(v.NCMap, v.RequestID)
+	d.mu.Unlock()
+	if res != 0 {
+		return res
+	}
+	return copyOut(r, r.Arg, &v)
+}
+
+func ncResetReady(r *Request) Result {
+	var v ioctl.DeviceReady
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	d.mu.Lock()
+	v.Result = d.waitResetLocked(r.Ctx, r.Caller.fatal, v.RequestID, false)
+	d.mu.Unlock()
+	return copyOut(r, r.Arg, &v)
+}
+
+// deviceResetDeprecated queues a whole-device reset for the caller and
+// always returns 0.
+func deviceResetDeprecated(r *Request) Result {
+	d := r.Dev()
+	d.mu.Lock()
+	d.startResetLocked(ncMapDevice, uint32(r.Caller.Tgid))
+	d.mu.Unlock()
+	return 0
+}
+
+// deviceReadyDeprecated writes 1 when the caller's reset completed (or it
+// has none) and 0 otherwise.
+func deviceReadyDeprecated(r *Request) Result {
+	d := r.Dev()
+	d.mu.Lock()
+	res := d.waitResetLocked(r.Ctx, r.Caller.fatal, uint32(r.Caller.Tgid), true)
+	d.mu.Unlock()
+	var ok uint8
+	if res == 0 {
+		ok = 1
+	}
+	return copyOut(r, r.Arg, &ok)
+}

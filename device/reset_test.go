@@ -1,0 +1,157 @@
+package device
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+func newResetSystem(t *testing.T, latency time.Duration, fail bool) *System {
+	t.Helper()
+	s, err := NewSystem(Config{Instance: "trn2.48xlarge", ResetLatency: latency, FailResets: fail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestNCResetLifecycle(t *testing.T) {
+	s := newResetSystem(t, 20*time.Millisecond, false)
+	d := s.Devices[0]
+	ctx := context.Background()
+	f := open(t, d, syscall.O_RDWR, 100)
+	call(t, ctx, f, 100, ioctl.CmdCInitSetState, ioctl.CInitSet{NCID: 2, State: cinitStarted})
+	d.mu.Lock()
+	before := d.reset.reqCount // the probe reset counted once for every core
+	d.mu.Unlock()
+
+	res, v := call(t, ctx, f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1 << 2})
+	if res != 0 || v.RequestID != 100 {
+		t.Fatalf("NC_RESET: %d, request %d", res, v.RequestID)
+	}
+	d.mu.Lock()
+	if d.cinit[2] != cinitInvalid || d.reset.reqCount[2] != before[2]+1 || d.reset.reqCount[3] != before[3] {
+		t.Errorf("at queueing: cinit %d, reset counts %v", d.cinit[2], d.reset.reqCount)
+	}
+	d.mu.Unlock()
+	res, _ = call(t, ctx, f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
+	if res != 1 {
+		t.Errorf("second NC_RESET before reaping: %d, want 1", res)
+	}
+	res, rd := call(t, ctx, f, 100, ioctl.CmdNCResetReady, ioctl.DeviceReady{RequestID: 100, Result: 7})
+	if res != 0 || rd.Result != 0 {
+		t.Fatalf("NC_RESET_READY: %d result %d", res, rd.Result)
+	}
+	_, rd = call(t, ctx, f, 100, ioctl.CmdNCResetReady, ioctl.DeviceReady{RequestID: 100})
+	if rd.Result != 1 {
+		t.Errorf("reaped twice: result %d, want 1 (unknown request)", rd.Result)
+	}
+}
+
+func TestResetsCoalesce(t *testing.T) {
+	s := newResetSystem(t, 50*time.Millisecond, false)
+	d := s.Devices[1]
+	ctx := context.Background()
+	base := d.reset.hardwareResets
+	files := []*File{open(t, d, syscall.O_RDWR, 1), open(t, d, syscall.O_RDWR, 2), open(t, d, syscall.O_RDWR, 3)}
+	for i, f := range files {
+		call(t, ctx, f, int32(i+1), ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1 << i})
+		if i == 0 {
+			time.Sleep(10 * time.Millisecond) // the first is under way
+		}
+	}
+	for i, f := range files {
+		if _, rd := call(t, ctx, f, int32(i+1), ioctl.CmdNCResetReady, ioctl.DeviceReady{RequestID: uint32(i + 1)}); rd.Result != 0 {
+			t.Errorf("request %d: result %d", i+1, rd.Result)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if got := d.reset.hardwareResets - base; got != 2 {
+		t.Errorf("%d hardware resets for 3 requests, want 2 (the last two merged)", got)
+	}
+}
+
+func TestResetFailureAndDeprecatedCalls(t *testing.T) {
+	s := newResetSystem(t, time.Millisecond, true)
+	d := s.Devices[0]
+	if d.State() != StateInvalid {
+		t.Fatalf("state after a failed probe reset: %d", d.State())
+	}
+	// An invalid device refuses normal opens.
+	if _, errno := d.Open(context.Background(), Caller{Tgid: 5}, syscall.O_RDWR); errno != syscall.EINVAL {
+		t.Fatalf("open of an invalid device: %v", errno)
+	}
+	ok := newResetSystem(t, time.Millisecond, false)
+	f := open(t, ok.Devices[0], syscall.O_RDWR, 100)
+	ok.failResets = true
+	ctx := context.Background()
+	res, _ := call(t, ctx, f, 100, ioctl.CmdDeviceReset, struct{}{})
+	wantErrno(t, "DEVICE_RESET", res, 0)
+	if res, b := call(t, ctx, f, 100, ioctl.CmdDeviceReady, uint8(9)); res != 0 || b != 0 {
+		t.Errorf("DEVICE_READY after a failed reset: %d, byte %d; want 0", res, b)
+	}
+	if _, b := call(t, ctx, f, 100, ioctl.CmdDeviceReady, uint8(9)); b != 1 {
+		t.Errorf("DEVICE_READY with no request: byte %d, want 1", b)
+	}
+	if got := ok.Devices[0].reset.failCount[0]; got != 1 {
+		t.Errorf("fail count %d", got)
+	}
+}
+
+// Only SIGTERM or SIGKILL end a reset wait; other signals' interrupts are
+// ignored, as the driver ignores them.
+func TestResetWaitSignals(t *testing.T) {
+	s := newResetSystem(t, 300*time.Millisecond, false)
+	d := s.Devices[2]
+	f := open(t, d, syscall.O_RDWR, 100)
+	call(t, context.Background(), f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
+
+	interrupted, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.mu.Lock()
+	got := d.waitResetLocked(interrupted, func() bool { return false }, 100, false)
+	d.mu.Unlock()
+	if got != 0 {
+		t.Errorf("wait interrupted by a harmless signal: %d, want 0 after completion", got)
+	}
+
+	call(t, context.Background(), f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
+	start := time.Now()
+	d.mu.Lock()
+	got = d.waitResetLocked(interrupted, func() bool { return true }, 100, false)
+	d.mu.Unlock()
+	if got != -int32(syscall.EINTR) || time.Since(start) > 100*time.Millisecond {
+		t.Errorf("wait with SIGTERM pending: %d after %v", got, time.Since(start))
+	}
+}
+
+func TestSysfsResetWrite(t *testing.T) {
+	s := newResetSystem(t, 30*time.Millisecond, false)
+	d := s.Devices[3]
+	var store func([]byte) syscall.Errno
+	for _, a := range d.Attributes() {
+		if a.Path == "reset" {
+			store = a.Store
+		}
+	}
+	f := open(t, d, syscall.O_RDWR, 100)
+	store([]byte("1"))
+	if d.State() != StateReady {
+		t.Fatal("a write while the device is open reset it")
+	}
+	f.Flush(context.Background(), Caller{Tgid: 100})
+	f.Release()
+	store([]byte("1"))
+	if d.State() != StateReset {
+		t.Fatal("a write with nobody holding the device did not reset it")
+	}
+	// Opens wait for the reset to end.
+	if _, errno := d.Open(context.Background(), Caller{Tgid: 7}, syscall.O_RDWR); errno != 0 || d.State() != StateReady {
+		t.Fatalf("open during reset: %v, state %d", errno, d.State())
+	}
+}
