@@ -41,6 +41,7 @@ type Device struct {
 	changed   chan struct{} // closed on every change waiters may wait for
 
 	reset        resetEngine
+	metrics      metrics
 	crwl         crwlState
 	cinit        [maxCoreSlots]uint32
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)

@@ -41,9 +41,6 @@ type resetEngine struct {
 	completed []*resetRequest
 	work      chan struct{} // wakes the worker
 	stop      chan struct{}
-	// reqCount and failCount feed the sysfs other_info counters.
-	reqCount  [maxCoreSlots]uint64
-	failCount [maxCoreSlots]uint64
 	// hardwareResets counts resets performed (after coalescing).
 	hardwareResets int
 }
@@ -75,7 +72,9 @@ func (d *Device) startResetLocked(ncMap, id uint32) Result {
 		if ncMap == ncMapDevice || ncMap&(1<<c) != 0 {
 			d.cinit[c] = cinitInvalid
 			d.modelStarted[c] = 0
-			e.reqCount[c]++
+			if c < d.sys.Arch.CoresPerDevice {
+				d.metrics.Add(c, "other_info/reset_req_count", 1)
+			}
 		}
 	}
 	e.pending = append(e.pending, &resetRequest{id: id, ncMap: ncMap})
@@ -132,9 +131,11 @@ func (d *Device) serveResets() bool {
 	state := resetCompleted
 	if !ok {
 		state = resetFailed
-		for c := 0; c < maxCoreSlots; c++ {
-			if ncMap == ncMapDevice || ncMap&(1<<c) != 0 {
-				e.failCount[c]++
+		// The driver counts a failure on every active core, whichever
+		// cores the reset was for.
+		for c := 0; c < d.sys.Arch.CoresPerDevice; c++ {
+			if d.sys.Arch.ActiveCoreMap&(1<<c) != 0 {
+				d.metrics.Add(c, "other_info/reset_fail_count", 1)
 			}
 		}
 	}

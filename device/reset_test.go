@@ -25,19 +25,22 @@ func TestNCResetLifecycle(t *testing.T) {
 	ctx := context.Background()
 	f := open(t, d, syscall.O_RDWR, 100)
 	call(t, ctx, f, 100, ioctl.CmdCInitSetState, ioctl.CInitSet{NCID: 2, State: cinitStarted})
-	d.mu.Lock()
-	before := d.reset.reqCount // the probe reset counted once for every core
-	d.mu.Unlock()
+	// The probe reset counted once for every core.
+	before2, _, _ := d.metrics.Value(2, "other_info/reset_req_count")
+	before3, _, _ := d.metrics.Value(3, "other_info/reset_req_count")
 
 	res, v := call(t, ctx, f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1 << 2})
 	if res != 0 || v.RequestID != 100 {
 		t.Fatalf("NC_RESET: %d, request %d", res, v.RequestID)
 	}
 	d.mu.Lock()
-	if d.cinit[2] != cinitInvalid || d.reset.reqCount[2] != before[2]+1 || d.reset.reqCount[3] != before[3] {
-		t.Errorf("at queueing: cinit %d, reset counts %v", d.cinit[2], d.reset.reqCount)
-	}
+	cinit := d.cinit[2]
 	d.mu.Unlock()
+	after2, present, _ := d.metrics.Value(2, "other_info/reset_req_count")
+	after3, _, _ := d.metrics.Value(3, "other_info/reset_req_count")
+	if cinit != cinitInvalid || after2 != before2+1 || present != 1 || after3 != before3 {
+		t.Errorf("at queueing: cinit %d, reset counts core 2 %d->%d, core 3 %d->%d", cinit, before2, after2, before3, after3)
+	}
 	res, _ = call(t, ctx, f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
 	if res != 1 {
 		t.Errorf("second NC_RESET before reaping: %d, want 1", res)
@@ -98,8 +101,11 @@ func TestResetFailureAndDeprecatedCalls(t *testing.T) {
 	if _, b := call(t, ctx, f, 100, ioctl.CmdDeviceReady, uint8(9)); b != 1 {
 		t.Errorf("DEVICE_READY with no request: byte %d, want 1", b)
 	}
-	if got := ok.Devices[0].reset.failCount[0]; got != 1 {
-		t.Errorf("fail count %d", got)
+	// A failure counts on every core, not only the reset ones.
+	for c := 0; c < 8; c++ {
+		if got, _, _ := ok.Devices[0].metrics.Value(c, "other_info/reset_fail_count"); got != 1 {
+			t.Errorf("core %d fail count %d, want 1", c, got)
+		}
 	}
 }
 

@@ -84,18 +84,18 @@ func (d *Device) Attributes() []Attr {
 		{Path: "core_count", Mode: modeOwnerRead, Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
 		{Path: "connected_devices", Mode: modeOwnerRead, Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
 		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.showNotifyDelay, Store: s.storeNotifyDelay},
-		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.Instance.SerialNumber(d.Index)))},
-		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n")},
-		{Path: "info/architecture/instance_type", Mode: modeMetricAttr, Show: text(p.InstanceType + "\n")},
-		{Path: "info/architecture/device_name", Mode: modeMetricAttr, Show: text(p.DeviceName + "\n")},
+		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.Instance.SerialNumber(d.Index))), Store: ignoreWrite},
+		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n"), Store: ignoreWrite},
+		{Path: "info/architecture/instance_type", Mode: modeMetricAttr, Show: text(p.InstanceType + "\n"), Store: ignoreWrite},
+		{Path: "info/architecture/device_name", Mode: modeMetricAttr, Show: text(p.DeviceName + "\n"), Store: ignoreWrite},
 	}
 	for c := 0; c < s.Arch.CoresPerDevice; c++ {
 		if s.Arch.ActiveCoreMap&(1<<c) == 0 {
 			continue
 		}
-		attrs = append(attrs, Attr{Path: fmt.Sprintf("neuron_core%d/info/architecture/arch_type", c), Mode: modeMetricAttr, Show: text(p.NCArchType + "\n")})
+		attrs = append(attrs, Attr{Path: fmt.Sprintf("neuron_core%d/info/architecture/arch_type", c), Mode: modeMetricAttr, Show: text(p.NCArchType + "\n"), Store: ignoreWrite})
 	}
-	return attrs
+	return append(attrs, d.metricAttributes()...)
 }
 
 // connectedDevicesMax is the driver's buffer for connected_devices: a
@@ -147,7 +147,13 @@ func (s *System) storeNotifyDelay(data []byte) syscall.Errno {
 	case "-1":
 		s.notifyDelay = false
 	default:
-		return syscall.EINVAL
+		// The driver logs and ignores anything else, and the write succeeds.
+		s.log.WithField("value", v).Warn("invalid notify_delay ignored")
 	}
 	return 0
 }
+
+// ignoreWrite is the store of metric files that show a reading (arch
+// strings, serial number, hardware counters): they are 0644 and a write
+// succeeds without effect, as in the driver.
+func ignoreWrite([]byte) syscall.Errno { return 0 }

@@ -190,3 +190,42 @@ func TestLogicalToPhysicalV2(t *testing.T) {
 	expectErrno(t, "NC map on V2", r, e, 0, unix.EOPNOTSUPP)
 	var _ = dhal.V2
 }
+
+// Writing anything to a counter file zeroes that value; notify_delay
+// takes 0 and -1 only.
+func TestSysfsWrites(t *testing.T) {
+	dir, _ := testutil.Mount(t, "trn1.2xlarge")
+	base := dir + "/sys/devices/virtual/neuron_device/neuron0/"
+	total := base + "neuron_core1/stats/other_info/reset_req_count/total"
+	if b, _ := os.ReadFile(total); string(b) != "1\n" {
+		t.Fatalf("reset_req_count before: %q", b)
+	}
+	if err := os.WriteFile(total, []byte("anything"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(total); string(b) != "0\n" {
+		t.Fatalf("reset_req_count after a write: %q", b)
+	}
+	if b, _ := os.ReadFile(base + "neuron_core1/stats/other_info/reset_req_count/present"); string(b) != "1\n" {
+		t.Fatalf("present changed by a write to total: %q", b)
+	}
+	if err := os.WriteFile(base+"info/notify_delay", []byte("0"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(base + "info/notify_delay"); string(b) != "0\n" {
+		t.Fatalf("notify_delay = %q", b)
+	}
+	// Other values are ignored, and the write succeeds, as in the driver.
+	if err := os.WriteFile(base+"info/notify_delay", []byte("7"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(base + "info/notify_delay"); string(b) != "0\n" {
+		t.Fatalf("notify_delay after writing 7 = %q", b)
+	}
+	if err := os.WriteFile(base+"info/serial_number", []byte("0"), 0); err != nil {
+		t.Fatalf("writing serial_number (0644): %v", err)
+	}
+	if err := os.WriteFile(base+"core_count", []byte("9"), 0); err == nil {
+		t.Fatal("core_count is writable")
+	}
+}

@@ -103,6 +103,34 @@ func (c *checker) sysfs() {
 			c.file(fmt.Sprintf("%sneuron_core%d/info/architecture/arch_type", base, core), p.NCArchType+"\n", 0o644)
 		}
 		c.link(base+"subsystem", "../../../../class/neuron_device")
+		c.metrics(base)
+	}
+}
+
+// metrics checks the stats tree of one device right after start: the
+// probe reset counted once on every core, nothing else happened yet.
+func (c *checker) metrics(base string) {
+	for core := 0; core < c.facts.CoresPerDevice; core++ {
+		nc := fmt.Sprintf("%sneuron_core%d/stats/", base, core)
+		c.file(nc+"other_info/reset_req_count/total", "1\n", 0o644)
+		c.file(nc+"other_info/reset_req_count/present", "1\n", 0o644)
+		c.file(nc+"other_info/reset_fail_count/total", "0\n", 0o644)
+		for _, name := range []string{"success", "failure", "timeout", "hw_repairable_hbm_ue_error"} {
+			c.file(nc+"status/"+name+"/total", "0\n", 0o644)
+		}
+		for _, p := range []string{"memory_usage/host_mem", "memory_usage/device_mem", "memory_usage/device_mem/tensors", "memory_usage/device_mem/uncategorized"} {
+			c.file(nc+p+"/peak", "0\n", 0o644)
+		}
+		c.file(nc+"tensor_engine/pe_cntrs", "xrow_grp,mm_active,wl_active,idle\n0,0,0,0\n1,0,0,0\n2,0,0,0\n3,0,0,0\n", 0o644)
+	}
+	for _, cat := range []string{"dma_buffers", "tensors", "constants", "application_memory", "driver_memory", "notifications", "dma_rings", "uncategorized"} {
+		c.file(base+"stats/memory_usage/host_mem/"+cat+"/total", "0\n", 0o644)
+	}
+	for _, hw := range []string{"sram_ecc_uncorrected", "mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected"} {
+		c.file(base+"stats/hardware/"+hw, "0\n", 0o644)
+	}
+	if b, err := os.ReadFile(c.path(base + "stats/power/utilization")); err != nil || !strings.HasPrefix(string(b), "POWER_STATUS_NO_DATA,") || !strings.HasSuffix(string(b), ",0.00,0.00,0.00\n") {
+		c.fail("%sstats/power/utilization = %q (%v)", base, b, err)
 	}
 }
 
