@@ -33,6 +33,13 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_CINIT_SET_STATE":           cinitSetState,
 	"NEURON_IOCTL_NC_MODEL_STARTED_COUNT":    ncModelStartedCount,
 
+	// Pods (pod.go).
+	"NEURON_IOCTL_POD_INFO":      podInfo,
+	"NEURON_IOCTL_POD_STATUS":    podStatus,
+	"NEURON_IOCTL_POD_STATUS_V2": podStatus,
+	"NEURON_IOCTL_POD_CTRL":      podCtrl,
+	"NEURON_IOCTL_POD_CTRL_V2":   podCtrl,
+
 	// Reset (reset.go).
 	"NEURON_IOCTL_NC_RESET":       ncReset,
 	"NEURON_IOCTL_NC_RESET_READY": ncResetReady,
