@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
 )
 
 // State is the driver's device_state, as the sysfs reset file prints it.
@@ -33,6 +35,7 @@ type Device struct {
 	log   *logrus.Entry
 
 	phys *physMem
+	pool *mempool.Pool
 
 	mu        sync.Mutex
 	openCount int // normal-fd opens not yet released
@@ -57,6 +60,7 @@ func newDevice(s *System, index int) (*Device, error) {
 		return nil, fmt.Errorf("device %d: %w", index, err)
 	}
 	d.phys = phys
+	d.pool = mempool.New(s.Arch)
 	d.reset.work = make(chan struct{}, 1)
 	d.reset.stop = make(chan struct{})
 	go d.resetWorker()
@@ -177,6 +181,12 @@ func (f *File) Release() {
 	if d.openCount > 0 {
 		d.openCount--
 	}
+	// The last release frees what lives as long as anyone has the device open.
+	if d.openCount == 0 {
+		for _, c := range d.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
+			d.phys.discard(c.PA, c.Size)
+		}
+	}
 }
 
 // IsAttached reports whether tgid holds an attach slot.
@@ -221,5 +231,8 @@ func (d *Device) OpenCount() int {
 func (d *Device) detachLocked(ctx context.Context, caller Caller) {
 	d.waitResetLocked(ctx, caller.fatal, uint32(caller.Tgid), true)
 	d.releaseCRWLLocked(caller.Tgid)
+	for _, c := range d.pool.FreeExpired(mempool.LifespanCurProcess, caller.Tgid) {
+		d.phys.discard(c.PA, c.Size)
+	}
 	d.log.WithField("tgid", caller.Tgid).Debug("process detached")
 }

@@ -33,6 +33,25 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_CINIT_SET_STATE":           cinitSetState,
 	"NEURON_IOCTL_NC_MODEL_STARTED_COUNT":    ncModelStartedCount,
 
+	// Memory (memory.go).
+	"NEURON_IOCTL_MEM_ALLOC":             memAlloc,
+	"NEURON_IOCTL_MEM_ALLOC_V2":          memAllocV2,
+	"NEURON_IOCTL_MEM_ALLOC_V2MT":        memAllocV2,
+	"NEURON_IOCTL_MEM_ALLOC_V2MT64":      memAllocV2,
+	"NEURON_IOCTL_MEM_FREE":              memFree,
+	"NEURON_IOCTL_MEM_GET_PA":            memGetPA,
+	"NEURON_IOCTL_MEM_GET_INFO":          memGetInfo,
+	"NEURON_IOCTL_MEM_GET_EXTENDED_INFO": memGetExtendedInfo,
+	"NEURON_IOCTL_MEM_MC_GET_INFO":       memMCGetInfo,
+	"NEURON_IOCTL_MEM_MC_GET_INFO_V2":    memMCGetInfo,
+	"NEURON_IOCTL_DUMP_MEM_CHUNKS":       dumpMemChunks,
+	"NEURON_IOCTL_MEM_BUF_COPY":          memBufCopy,
+	"NEURON_IOCTL_MEM_BUF_COPY64":        memBufCopy,
+	"NEURON_IOCTL_MEM_COPY":              memCopy,
+	"NEURON_IOCTL_MEM_COPY64":            memCopy,
+	"NEURON_IOCTL_MEMSET":                memset,
+	"NEURON_IOCTL_MEMSET64":              memset,
+
 	// Pods (pod.go).
 	"NEURON_IOCTL_POD_INFO":      podInfo,
 	"NEURON_IOCTL_POD_STATUS":    podStatus,

@@ -199,7 +199,9 @@ func deviceGetAllAppsInfo(r *Request) Result {
 		if hdr.AppsInfoFlags&appInfoNCLockInfo != 0 {
 			app.NCLockMap, app.UUIDData = d.lockMapLocked(slot.tgid)
 		}
-		// Per-process memory use is reported once memory is emulated.
+		if hdr.AppsInfoFlags&appInfoMemUsage != 0 {
+			app.HostMemSize, app.DeviceMemSize = d.pool.PIDUsage(slot.tgid)
+		}
 		apps = append(apps, app)
 	}
 	d.mu.Unlock()

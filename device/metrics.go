@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
 )
 
 // The driver's sysfs metrics tree: per-core status and other_info
@@ -28,19 +30,6 @@ var statusCounters = []string{
 var otherInfoCounters = []string{
 	"model_load_count", "reset_req_count", "reset_fail_count", "inference_count", "flop_count", "nc_time_in_use",
 }
-
-// Memory categories shown per core under device_mem and per device under
-// host_mem, in the driver's order.
-var (
-	deviceMemCategories = []string{
-		"model_code", "tensors", "constants", "model_shared_scratchpad", "runtime_memory",
-		"driver_memory", "collectives", "nonshared_scratchpad", "notifications", "dma_rings", "uncategorized",
-	}
-	hostMemCategories = []string{
-		"dma_buffers", "tensors", "constants", "application_memory", "driver_memory",
-		"notifications", "dma_rings", "uncategorized",
-	}
-)
 
 // peRowGroups is the number of PE-array row groups in tensor_engine/pe_cntrs.
 const peRowGroups = 4
@@ -141,6 +130,33 @@ func (m *metrics) counterAttrs(dir string, core int, path string, withPeak bool)
 	return out
 }
 
+// memCounterAttrs makes the total/present/peak files of one memory counter,
+// which the allocator keeps (core nc, or -1 for the device).
+func (d *Device) memCounterAttrs(dir string, nc int, ctr mempool.Counter) []Attr {
+	stat := func() mempool.Stat {
+		u := d.pool.Usage()
+		if nc < 0 {
+			return u.Device[ctr]
+		}
+		return u.Core[nc][ctr]
+	}
+	field := func(name string, f mempool.Field, get func(mempool.Stat) uint64) Attr {
+		return Attr{
+			Path: dir + "/" + name, Mode: modeMetricAttr,
+			Show: func() string { return fmt.Sprintf("%d\n", get(stat())) },
+			Store: func([]byte) syscall.Errno {
+				d.pool.ResetCounter(nc, ctr, f)
+				return 0
+			},
+		}
+	}
+	return []Attr{
+		field("total", mempool.FieldTotal, func(s mempool.Stat) uint64 { return s.Total }),
+		field("present", mempool.FieldPresent, func(s mempool.Stat) uint64 { return s.Present }),
+		field("peak", mempool.FieldPeak, func(s mempool.Stat) uint64 { return s.Peak }),
+	}
+}
+
 // metricAttributes returns the device's stats tree (paths relative to the
 // device directory).
 func (d *Device) metricAttributes() []Attr {
@@ -157,17 +173,15 @@ func (d *Device) metricAttributes() []Attr {
 		for _, name := range otherInfoCounters {
 			out = append(out, m.counterAttrs(base+"/other_info/"+name, c, "other_info/"+name, false)...)
 		}
-		out = append(out, m.counterAttrs(base+"/memory_usage/host_mem", c, "memory_usage/host_mem", true)...)
-		out = append(out, m.counterAttrs(base+"/memory_usage/device_mem", c, "memory_usage/device_mem", true)...)
-		for _, cat := range deviceMemCategories {
-			p := "memory_usage/device_mem/" + cat
-			out = append(out, m.counterAttrs(base+"/"+p, c, p, true)...)
+		out = append(out, d.memCounterAttrs(base+"/memory_usage/host_mem", c, mempool.CounterHostMem)...)
+		out = append(out, d.memCounterAttrs(base+"/memory_usage/device_mem", c, mempool.CounterDeviceMem)...)
+		for _, cat := range mempool.DeviceCategories {
+			out = append(out, d.memCounterAttrs(base+"/memory_usage/device_mem/"+cat.SysfsName(), c, cat)...)
 		}
 		out = append(out, Attr{Path: base + "/tensor_engine/pe_cntrs", Mode: modeMetricAttr, Show: peCounters, Store: ignoreWrite})
 	}
-	for _, cat := range hostMemCategories {
-		p := "memory_usage/host_mem/" + cat
-		out = append(out, m.counterAttrs("stats/"+p, -1, p, true)...)
+	for _, cat := range mempool.HostCategories {
+		out = append(out, d.memCounterAttrs("stats/memory_usage/host_mem/"+cat.SysfsName(), -1, cat)...)
 	}
 	// No ECC error has been injected and no power sample taken: the
 	// readings of a healthy device whose firmware has not reported power.

@@ -1,0 +1,413 @@
+package device
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// Memory commands: allocation, handles, information, copies and memset,
+// over the device's pool (the driver's allocator) and its physical memory.
+
+// errnoOf maps an allocator error to the driver's errno.
+func errnoOf(err error) Result {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return Errno(e)
+	}
+	return Errno(syscall.EINVAL)
+}
+
+// chunkFor resolves a memory handle, or reports the driver's EINVAL.
+func (d *Device) chunkFor(h uint64) (*mempool.Chunk, Result) {
+	c, err := d.pool.Lookup(h)
+	if err != nil {
+		return nil, Errno(syscall.EINVAL)
+	}
+	return c, 0
+}
+
+// allocFor allocates process-lifespan memory for the caller, hands out a
+// handle and writes it through the caller's pointer; on a failed write the
+// chunk is freed again and the positive count returned, as the driver does.
+func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
+	d := r.Dev()
+	req.Lifespan, req.PID = mempool.LifespanCurProcess, r.Caller.Tgid
+	c, err := d.pool.Alloc(req)
+	if err != nil {
+		return errnoOf(err)
+	}
+	h, err := d.pool.Handle(c)
+	if err != nil {
+		d.freeChunk(c, r.Caller.Tgid)
+		return errnoOf(err)
+	}
+	if n := copyOut(r, handlePtr, &h); n != 0 {
+		d.freeChunk(c, r.Caller.Tgid)
+		return n
+	}
+	return 0
+}
+
+// freeChunk drops a reference and returns freed memory to the host.
+func (d *Device) freeChunk(c *mempool.Chunk, caller int32) {
+	if d.pool.Free(c, caller) {
+		d.phys.discard(c.PA, c.Size)
+	}
+}
+
+// defaultMemType is the category of allocations that name none.
+func defaultMemType(host bool) uint32 {
+	if host {
+		return mempool.MemTypeUnknownHost
+	}
+	return mempool.MemTypeUnknownDevice
+}
+
+// memAlloc is the legacy MEM_ALLOC: a failed copy-in is EACCES.
+func memAlloc(r *Request) Result {
+	var v ioctl.MemAlloc
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return Errno(syscall.EACCES)
+	}
+	host := v.HostMemory != 0
+	return allocFor(r, mempool.AllocRequest{Size: v.Size, Host: host, Channel: v.DramChannel, NCID: v.NCID, MemType: defaultMemType(host)}, v.MemHandle)
+}
+
+// memAllocV2 serves every command with _IOC_NR 102: V2, V2MT and V2MT64.
+func memAllocV2(r *Request) Result {
+	var req mempool.AllocRequest
+	var handlePtr uint64
+	switch r.Cmd {
+	case ioctl.CmdMemAllocV2:
+		var v ioctl.MemAllocV2
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		req = mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: defaultMemType(v.HostMemory != 0)}
+		handlePtr = v.MemHandle
+	case ioctl.CmdMemAllocV2MT:
+		var v ioctl.MemAllocV2MemType
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		req = mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}
+		handlePtr = v.MemHandle
+	case ioctl.CmdMemAllocV2MT64:
+		var v ioctl.MemAllocV2MemType64
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		req = mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}
+		handlePtr = v.MemHandle
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	return allocFor(r, req, handlePtr)
+}
+
+func memFree(r *Request) Result {
+	var v ioctl.MemFree
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	c, res := d.chunkFor(v.MemHandle)
+	if res != 0 {
+		return res
+	}
+	d.freeChunk(c, r.Caller.Tgid)
+	return 0
+}
+
+func memGetPA(r *Request) Result {
+	var v ioctl.MemGetPA
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	c, res := r.Dev().chunkFor(v.MemHandle)
+	if res != 0 {
+		return res
+	}
+	pa := c.PA
+	return copyOut(r, v.PA, &pa)
+}
+
+func memGetInfo(r *Request) Result {
+	var v ioctl.MemGetInfo
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	c, res := r.Dev().chunkFor(v.MemHandle)
+	if res != 0 {
+		return res
+	}
+	pa := c.PA
+	if n := copyOut(r, v.PA, &pa); n != 0 {
+		return n
+	}
+	if v.MmapOffset != 0 {
+		return copyOut(r, v.MmapOffset, &pa)
+	}
+	return 0
+}
+
+// kernelChunkAddress stands for the kernel address of a chunk object that
+// MEM_GET_EXTENDED_INFO leaks through mem_handle: a stable fake in the
+// kernel's direct map, derived from the chunk's address.
+func kernelChunkAddress(c *mempool.Chunk) uint64 {
+	return 0xffff888100000000 | (c.PA>>6)&0xffffffff&^0x3f
+}
+
+// memGetExtendedInfo overwrites the whole struct. A bad handle returns a
+// positive 22 (the driver's "return EINVAL" without the minus).
+func memGetExtendedInfo(r *Request) Result {
+	var v ioctl.MemGetExtendedInfo
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	c, err := r.Dev().pool.Lookup(v.MemHandle)
+	if err != nil {
+		return Result(syscall.EINVAL)
+	}
+	out := ioctl.MemGetExtendedInfo{
+		MemHandle:  kernelChunkAddress(c),
+		MmapOffset: c.PA,
+		PA:         c.PA,
+		PID:        uint64(c.PID),
+		Size:       c.Size,
+	}
+	if c.Loc == mempool.LocHost {
+		out.HostMemory = 1
+		out.PA |= r.Sys().Arch.HostBase
+	}
+	return copyOut(r, r.Arg, &out)
+}
+
+// memMCGetInfo serves _IOC_NR 111: the size picks the version. It finds
+// the chunk (of any process) containing a physical address.
+func memMCGetInfo(r *Request) Result {
+	d := r.Dev()
+	switch int(ioctl.Size(r.Cmd)) {
+	case ioctl.Sizeof[ioctl.MemGetMCMmapInfo]():
+		var v ioctl.MemGetMCMmapInfo
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		c, ok := d.pool.Containing(v.PA)
+		if !ok {
+			return Errno(syscall.ENOMEM)
+		}
+		v.MmapOffset, v.Size = c.PA, c.Size
+		return copyOut(r, r.Arg, &v)
+	case ioctl.Sizeof[ioctl.MemGetMCMmapInfoV2]():
+		var v ioctl.MemGetMCMmapInfoV2
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		c, ok := d.pool.Containing(v.PA)
+		if !ok {
+			return Errno(syscall.ENOMEM)
+		}
+		v.MmapOffset, v.Size = c.PA, c.Size
+		h, err := d.pool.Handle(c)
+		if err != nil {
+			return errnoOf(err)
+		}
+		v.MemHandle = h
+		return copyOut(r, r.Arg, &v)
+	}
+	return Errno(syscall.EINVAL)
+}
+
+// dumpMemChunks is two-pass: the count always goes back; the records only
+// when the caller made room for them, else EAGAIN.
+func dumpMemChunks(r *Request) Result {
+	var v ioctl.DumpMemChunks
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	var chunks []*mempool.Chunk
+	if int(v.HBMIndex) < d.sys.Arch.HBMChannels {
+		chunks = d.pool.DeviceChunks(int(v.HBMIndex))
+	}
+	v.NumEntriesOut = uint32(len(chunks))
+	if n := copyOut(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	if v.NumEntriesIn < v.NumEntriesOut {
+		return Errno(syscall.EAGAIN)
+	}
+	recs := make([]byte, 0, len(chunks)*ioctl.Sizeof[ioctl.MemChunkInfo]())
+	for _, c := range chunks {
+		info := ioctl.MemChunkInfo{PA: c.PA, Size: c.Size, MemType: c.MemType}
+		recs = append(recs, ioctl.Bytes(&info)...)
+	}
+	return copyOutBytes(r, v.Data, recs)
+}
+
+// chunkView maps [off, off+n) of a chunk (which for a contiguous
+// scratchpad may run past the chunk, up to the end of its main pool).
+func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) ([]byte, error) {
+	span := c.Size
+	if c.IsScratchpad() {
+		span = c.MainPoolEnd() - c.PA
+	}
+	v, err := d.phys.view(c.PA, span)
+	if err != nil {
+		return nil, err
+	}
+	return v[off : off+n], nil
+}
+
+// dmaPiece is the size of one bounce-buffer DMA of the driver's
+// buffer copies: a fault reports what was left of the failing piece.
+const dmaPiece = 64 << 10
+
+// memBufCopy serves _IOC_NR 24 (MEM_BUF_COPY, MEM_BUF_COPY64): between a
+// user buffer and a chunk.
+func memBufCopy(r *Request) Result {
+	var h, buf, size, off uint64
+	var toChunk bool
+	switch r.Cmd {
+	case ioctl.CmdMemBufCopy:
+		var v ioctl.MemBufCopy
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		h, buf, size, off, toChunk = v.MemHandle, v.Buffer, uint64(v.Size), uint64(v.Offset), v.CopyToMemHandle != 0
+	case ioctl.CmdMemBufCopy64:
+		var v ioctl.MemBufCopy64
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		h, buf, size, off, toChunk = v.MemHandle, v.Buffer, v.Size, v.Offset, v.CopyToMemHandle != 0
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	d := r.Dev()
+	c, res := d.chunkFor(h)
+	if res != 0 {
+		return res
+	}
+	if !c.InBounds(off, size) || off+size < off {
+		// The driver does not check the sum for overflow; a wrapped range
+		// would have it copy outside the chunk, which is refused here.
+		return Errno(syscall.EINVAL)
+	}
+	if c.Loc == mempool.LocDevice {
+		// The driver's device path counts the remaining bytes in 32 bits.
+		size &= 0xffffffff
+	}
+	mem, err := d.chunkView(c, off, size)
+	if err != nil {
+		return Errno(syscall.ENOMEM)
+	}
+	var n int
+	if toChunk {
+		n, _ = r.Mem.ReadAt(mem, buf)
+	} else {
+		n, _ = r.Mem.WriteAt(mem, buf)
+	}
+	if uint64(n) == size {
+		return 0
+	}
+	if c.Loc == mempool.LocHost {
+		return notCopied(int(size), n) // one copy_{from,to}_user
+	}
+	// Device memory goes through 64 KiB pieces: the failing piece's rest.
+	pieceEnd := min((uint64(n)/dmaPiece+1)*dmaPiece, size)
+	return Result(pieceEnd - uint64(n))
+}
+
+// memCopy serves _IOC_NR 23 (MEM_COPY, MEM_COPY64): chunk to chunk.
+func memCopy(r *Request) Result {
+	var src, dst, size, srcOff, dstOff uint64
+	switch r.Cmd {
+	case ioctl.CmdMemCopy:
+		var v ioctl.MemCopy
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		src, dst, size, srcOff, dstOff = v.SrcMemHandle, v.DstMemHandle, uint64(v.Size), uint64(v.SrcOffset), uint64(v.DstOffset)
+	case ioctl.CmdMemCopy64:
+		var v ioctl.MemCopy64
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		src, dst, size, srcOff, dstOff = v.SrcMemHandle, v.DstMemHandle, v.Size, v.SrcOffset, v.DstOffset
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	d := r.Dev()
+	sc, res1 := d.chunkFor(src)
+	dc, res2 := d.chunkFor(dst)
+	if res1 != 0 || res2 != 0 {
+		return Errno(syscall.EINVAL)
+	}
+	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
+		return Errno(syscall.EINVAL)
+	}
+	from, err1 := d.chunkView(sc, srcOff, size)
+	to, err2 := d.chunkView(dc, dstOff, size)
+	if err1 != nil || err2 != nil {
+		return Errno(syscall.ENOMEM)
+	}
+	copy(to, from)
+	return 0
+}
+
+// memset serves _IOC_NR 28 (MEMSET, MEMSET64): fills with the low byte of
+// value.
+func memset(r *Request) Result {
+	var h, off, size uint64
+	var value uint32
+	switch r.Cmd {
+	case ioctl.CmdMemset:
+		var v ioctl.Memset
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		h, off, size, value = v.MemHandle, v.Offset, uint64(v.Size), v.Value
+	case ioctl.CmdMemset64:
+		var v ioctl.Memset64
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		h, off, size, value = v.MemHandle, v.Offset, v.Size, v.Value
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	d := r.Dev()
+	c, res := d.chunkFor(h)
+	if res != 0 {
+		return res
+	}
+	if !c.InBounds(off, size) || off+size < off {
+		return Errno(syscall.EINVAL)
+	}
+	mem, err := d.chunkView(c, off, size)
+	if err != nil {
+		return Errno(syscall.ENOMEM)
+	}
+	fill(mem, byte(value))
+	return 0
+}
+
+// fill sets every byte of b, doubling the filled prefix (memmove speed).
+func fill(b []byte, v byte) {
+	if len(b) == 0 {
+		return
+	}
+	if v == 0 {
+		clear(b)
+		return
+	}
+	b[0] = v
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
+	}
+}
