@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -56,6 +57,12 @@ func FuzzIoctl(f *testing.F) {
 	binary.LittleEndian.PutUint32(nested[8:], 8)
 	f.Add(ioctl.CmdGetLogicalToPhysicalNCMap, nested, uint64(0), false)
 	f.Add(ioctl.CmdPrintk, nested, uint64(0), true)
+	// Allocation structs whose handle pointer points back into the region.
+	alloc := make([]byte, 64)
+	binary.LittleEndian.PutUint64(alloc[0:], 1<<20)
+	binary.LittleEndian.PutUint64(alloc[40:], 0x10000+56)
+	f.Add(ioctl.CmdMemAllocV2MT64, alloc, uint64(0), false)
+	f.Add(ioctl.CmdMemAllocV2MT, alloc, uint64(0), false)
 
 	sys, err := NewSystem(Config{Instance: "trn2.48xlarge"})
 	if err != nil {
@@ -86,6 +93,10 @@ func FuzzIoctl(f *testing.F) {
 			m.ReadAt(r.In, r.Arg)
 		}
 		res := sys.serve(r)
+		// Nothing an iteration allocates may pile up across iterations.
+		for _, c := range dev.pool.FreeExpired(mempool.LifespanCurProcess, 100) {
+			dev.phys.discard(c.PA, c.Size)
+		}
 		// A failure is a real errno; a positive count never exceeds the
 		// bytes a handler could have tried to copy.
 		if res < 0 && (-res > 4095) {
