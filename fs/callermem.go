@@ -37,3 +37,18 @@ func (m callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
 	}
 	return n, err
 }
+
+// watchedMemory notes whether a handler wrote into [start, end), the
+// bytes the kernel will overwrite with the FUSE output after the reply.
+type watchedMemory struct {
+	callerMemory
+	start, end uint64
+	touched    bool
+}
+
+func (m *watchedMemory) WriteAt(p []byte, addr uint64) (int, error) {
+	if addr < m.end && addr+uint64(len(p)) > m.start {
+		m.touched = true
+	}
+	return m.callerMemory.WriteAt(p, addr)
+}

@@ -49,7 +49,7 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 		return 0, syscall.EBADF
 	}
 	caller := n.fsys.caller(ctx)
-	mem := callerMemory{pid: int(caller.Tid)}
+	mem := &watchedMemory{callerMemory: callerMemory{pid: int(caller.Tid)}, start: arg, end: arg + uint64(len(output))}
 	req := &device.Request{
 		Ctx:    ctx,
 		File:   df.f,
@@ -67,9 +67,13 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 	}
 	// After the reply the kernel copies `output` over the caller's first
 	// _IOC_SIZE bytes, and `output` holds stale bytes of an earlier
-	// request: hand back what the caller's memory holds now.
+	// request: hand back what the caller's memory holds now. If nothing
+	// was written there and the kernel copied those bytes in, they are
+	// still what the caller has.
 	if ioctl.Dir(cmd)&ioctl.DirRead != 0 && len(output) > 0 {
-		if k, _ := mem.ReadAt(output, arg); k < len(output) {
+		if !mem.touched && len(input) == len(output) {
+			copy(output, input)
+		} else if k, _ := mem.callerMemory.ReadAt(output, arg); k < len(output) {
 			return 0, syscall.EFAULT // the kernel's own copy-out would fault too
 		}
 	}

@@ -112,10 +112,11 @@ func TestStubsAndRefusals(t *testing.T) {
 	expectErrno(t, "METRICS_CTRL", r, e, 0, 0)
 
 	// Not emulated yet: the driver's answer to an unsupported request.
+	var scrub ioctl.HBMScrubStart
+	r, e = testutil.Ioctl(fd, ioctl.CmdHBMScrubStart, &scrub)
+	expectErrno(t, "HBM_SCRUB_START", r, e, 0, unix.EOPNOTSUPP)
+	// A size that is no member of the nr-102 family is EINVAL.
 	var alloc ioctl.MemAllocV2MemType64
-	r, e = testutil.Ioctl(fd, ioctl.CmdMemAllocV2MT64, &alloc)
-	expectErrno(t, "MEM_ALLOC_V2MT64", r, e, 0, unix.EOPNOTSUPP)
-	// ...but a size that is no member of the nr-102 family is EINVAL.
 	r, e = testutil.Ioctl(fd, ioctl.IOC(ioctl.DirRead, ioctl.Magic, 102, 40), &alloc)
 	expectErrno(t, "nr 102 size 40", r, e, 0, unix.EINVAL)
 

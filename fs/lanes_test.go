@@ -106,10 +106,11 @@ func TestAttachGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	// Attached: the gate lets MEM_FREE through to its (unsupported) handler.
+	// Attached: the gate lets MEM_FREE through to its handler, which
+	// refuses handle 0.
 	var free ioctl.MemFree
 	r, e := testutil.Ioctl(int(f.Fd()), ioctl.CmdMemFree, &free)
-	expectErrno(t, "MEM_FREE attached", r, e, 0, unix.EOPNOTSUPP)
+	expectErrno(t, "MEM_FREE attached", r, e, 0, unix.EINVAL)
 
 	cmd := helperCmd(t, "inherited")
 	cmd.ExtraFiles = []*os.File{f}

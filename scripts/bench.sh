@@ -11,8 +11,12 @@ benchstat=$(go env GOPATH)/bin/benchstat
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$count" | tee -a "$raw"
+go test ./fs -run '^$' -bench '^(BenchmarkCopy|BenchmarkMappedMemcpy)$' -count "$count" | tee -a "$raw"
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
-table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo; "$benchstat" -filter '.name:MountReady' "$raw")
+table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
+	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
+	"$benchstat" -col /impl -filter '.name:MappedMemcpy' "$raw"; echo
+	"$benchstat" -filter '.name:MountReady' "$raw")
 echo "$table"
 if [ "${1:-}" = "--save" ]; then
 	mkdir -p bench

@@ -1,0 +1,105 @@
+package fs_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/runtime"
+)
+
+var copySizes = []int{4 << 10, 1 << 20, 64 << 20}
+
+// BenchmarkCopy compares MEM_BUF_COPY64 host buffer -> device chunk with
+// process_vm_readv of the same size (`benchstat -col /impl`).
+func BenchmarkCopy(b *testing.B) {
+	for _, size := range copySizes {
+		b.Run(fmt.Sprintf("size=%d/impl=process_vm_readv", size), func(b *testing.B) { benchProcessVMReadv(b, size) })
+		b.Run(fmt.Sprintf("size=%d/impl=MEM_BUF_COPY64", size), func(b *testing.B) { benchBufCopy(b, size) })
+	}
+}
+
+func benchProcessVMReadv(b *testing.B, size int) {
+	src := make([]byte, size)
+	dst := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	local := []unix.Iovec{{Base: &dst[0], Len: uint64(size)}}
+	remote := []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: size}}
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		if n, err := unix.ProcessVMReadv(os.Getpid(), local, remote, 0); n != size || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+}
+
+func benchBufCopy(b *testing.B, size int) {
+	dir, _ := testutil.Mount(b, "trn2.48xlarge")
+	d, err := runtime.Host{Root: dir}.Open(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	m, err := d.Alloc(uint64(size), runtime.AllocOptions{Channel: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	m.Write(0, src) // fault the device pages in once, as the floor's are
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		if err := m.Write(0, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMappedMemcpy compares memcpy into an mmap of a device chunk
+// with memcpy into anonymous shared memory.
+func BenchmarkMappedMemcpy(b *testing.B) {
+	const size = 64 << 20
+	src := make([]byte, size)
+	b.Run("impl=anon-shared", func(b *testing.B) {
+		dst, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(dst)
+		copy(dst, src)
+		b.SetBytes(size)
+		for b.Loop() {
+			copy(dst, src)
+		}
+	})
+	b.Run("impl=device-mmap", func(b *testing.B) {
+		dir, _ := testutil.Mount(b, "trn2.48xlarge")
+		d, err := runtime.Host{Root: dir}.Open(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		m, err := d.Alloc(size, runtime.AllocOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		dst, err := m.Map()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(dst)
+		copy(dst, src)
+		b.SetBytes(size)
+		for b.Loop() {
+			copy(dst, src)
+		}
+	})
+}
