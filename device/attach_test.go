@@ -60,3 +60,13 @@ func TestAttachTableFull(t *testing.T) {
 		t.Fatalf("re-open by attached pid: %v", errno)
 	}
 }
+
+// Every handler is registered under a command name the ABI table has.
+func TestHandlersNameRealCommands(t *testing.T) {
+	tab := newTestSystem(t, "trn1.2xlarge").Table
+	for name := range handlers {
+		if _, ok := tab.ByName(name); !ok {
+			t.Errorf("handler registered for unknown command %s", name)
+		}
+	}
+}
