@@ -250,17 +250,20 @@ func dumpMemChunks(r *Request) Result {
 }
 
 // chunkView maps [off, off+n) of a chunk (which for a contiguous
-// scratchpad may run past the chunk, up to the end of its main pool).
-func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) ([]byte, error) {
+// scratchpad may run past the chunk, up to the end of its main pool). The
+// mapping stays valid until done is called.
+func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done func(), err error) {
 	span := c.Size
 	if c.IsScratchpad() {
 		span = c.MainPoolEnd() - c.PA
 	}
+	d.phys.inUse.RLock()
 	v, err := d.phys.view(c.PA, span)
 	if err != nil {
-		return nil, err
+		d.phys.inUse.RUnlock()
+		return nil, nil, err
 	}
-	return v[off : off+n], nil
+	return v[off : off+n], d.phys.inUse.RUnlock, nil
 }
 
 // dmaPiece is the size of one bounce-buffer DMA of the driver's
@@ -302,10 +305,11 @@ func memBufCopy(r *Request) Result {
 		// The driver's device path counts the remaining bytes in 32 bits.
 		size &= 0xffffffff
 	}
-	mem, err := d.chunkView(c, off, size)
+	mem, done, err := d.chunkView(c, off, size)
 	if err != nil {
 		return Errno(syscall.ENOMEM)
 	}
+	defer done()
 	var n int
 	if toChunk {
 		n, _ = r.Mem.ReadAt(mem, buf)
@@ -351,11 +355,21 @@ func memCopy(r *Request) Result {
 	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
 		return Errno(syscall.EINVAL)
 	}
-	from, err1 := d.chunkView(sc, srcOff, size)
-	to, err2 := d.chunkView(dc, dstOff, size)
-	if err1 != nil || err2 != nil {
+	return d.copyChunks(dc, dstOff, sc, srcOff, size)
+}
+
+// copyChunks copies between two chunks' memory (a DMA on the device).
+func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk, srcOff, size uint64) Result {
+	from, done1, err := d.chunkView(sc, srcOff, size)
+	if err != nil {
 		return Errno(syscall.ENOMEM)
 	}
+	defer done1()
+	to, done2, err := d.chunkView(dc, dstOff, size)
+	if err != nil {
+		return Errno(syscall.ENOMEM)
+	}
+	defer done2()
 	copy(to, from)
 	return 0
 }
@@ -389,10 +403,11 @@ func memset(r *Request) Result {
 	if !c.InBounds(off, size) || off+size < off {
 		return Errno(syscall.EINVAL)
 	}
-	mem, err := d.chunkView(c, off, size)
+	mem, done, err := d.chunkView(c, off, size)
 	if err != nil {
 		return Errno(syscall.ENOMEM)
 	}
+	defer done()
 	fill(mem, byte(value))
 	return 0
 }

@@ -16,8 +16,14 @@ type physMem struct {
 	fd   int
 	span uint64
 
-	mu    sync.Mutex
-	views map[uint64][]byte // daemon mappings by start PA
+	mu      sync.Mutex
+	views   map[uint64][]byte   // daemon mappings by start PA
+	retired map[uint64][][]byte // smaller mappings replaced by larger ones, still maybe in use
+
+	// inUse is held for reading while a mapping is being read or written
+	// and for writing while one is torn down, so a chunk freed by one
+	// process is never unmapped under a copy for another.
+	inUse sync.RWMutex
 }
 
 func newPhysMem(name string, span uint64) (*physMem, error) {
@@ -29,7 +35,7 @@ func newPhysMem(name string, span uint64) (*physMem, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("size %s to %#x: %w", name, span, err)
 	}
-	return &physMem{fd: fd, span: span, views: map[uint64][]byte{}}, nil
+	return &physMem{fd: fd, span: span, views: map[uint64][]byte{}, retired: map[uint64][][]byte{}}, nil
 }
 
 // view returns the daemon's mapping of [pa, pa+size); both must be page
@@ -48,7 +54,8 @@ func (m *physMem) view(pa, size uint64) ([]byte, error) {
 		return nil, fmt.Errorf("map %#x+%#x: %w", pa, size, err)
 	}
 	if old, ok := m.views[pa]; ok {
-		unix.Munmap(old)
+		// A copy may still run on the old mapping: unmap it at discard.
+		m.retired[pa] = append(m.retired[pa], old)
 	}
 	m.views[pa] = v
 	return v, nil
@@ -57,11 +64,17 @@ func (m *physMem) view(pa, size uint64) ([]byte, error) {
 // discard drops the daemon's mapping at pa and returns the memory of
 // [pa, pa+size) to the host.
 func (m *physMem) discard(pa, size uint64) {
+	m.inUse.Lock()
+	defer m.inUse.Unlock()
 	m.mu.Lock()
 	if v, ok := m.views[pa]; ok {
 		unix.Munmap(v)
 		delete(m.views, pa)
 	}
+	for _, v := range m.retired[pa] {
+		unix.Munmap(v)
+	}
+	delete(m.retired, pa)
 	m.mu.Unlock()
 	unix.Fallocate(m.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(pa), int64(size))
 }
@@ -72,6 +85,12 @@ func (m *physMem) close() {
 	for pa, v := range m.views {
 		unix.Munmap(v)
 		delete(m.views, pa)
+	}
+	for pa, vs := range m.retired {
+		for _, v := range vs {
+			unix.Munmap(v)
+		}
+		delete(m.retired, pa)
 	}
 	unix.Close(m.fd)
 }

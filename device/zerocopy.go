@@ -55,7 +55,7 @@ func (d *Device) zeroCopyQueue(c *mempool.Chunk, qid int32) Result {
 // zeroCopy moves the ops; bar4 selects the CPU path.
 func (d *Device) zeroCopy(r *Request, c *mempool.Chunk, ops []zeroCopyOp, toDevice, bar4 bool) Result {
 	for _, op := range ops {
-		mem, err := d.chunkView(c, op.offset, op.size)
+		mem, done, err := d.chunkView(c, op.offset, op.size)
 		if err != nil {
 			return Errno(syscall.ENOMEM)
 		}
@@ -65,6 +65,7 @@ func (d *Device) zeroCopy(r *Request, c *mempool.Chunk, ops []zeroCopyOp, toDevi
 		} else {
 			n, _ = r.Mem.WriteAt(mem, op.buffer)
 		}
+		done()
 		if uint64(n) < op.size {
 			if bar4 {
 				return notCopied(int(op.size), n)
