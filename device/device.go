@@ -43,6 +43,7 @@ type Device struct {
 	state     State
 	changed   chan struct{} // closed on every change waiters may wait for
 
+	h2t          map[int]*h2tQueue // per core: DMA contexts of its default h2t queue
 	reset        resetEngine
 	metrics      metrics
 	crwl         crwlState

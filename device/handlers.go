@@ -51,6 +51,9 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_MEM_COPY64":                 memCopy,
 	"NEURON_IOCTL_MEMSET":                     memset,
 	"NEURON_IOCTL_MEMSET64":                   memset,
+	"NEURON_IOCTL_MEM_COPY_ASYNC":             memCopyAsync,
+	"NEURON_IOCTL_MEM_COPY_ASYNC64":           memCopyAsync,
+	"NEURON_IOCTL_MEM_COPY_ASYNC_WAIT":        memCopyAsyncWait,
 	"NEURON_IOCTL_MEM_BUF_ZEROCOPY64":         memBufZeroCopy64,
 	"NEURON_IOCTL_MEM_BUF_ZEROCOPY64_BATCHES": memBufZeroCopy64Batches,
 

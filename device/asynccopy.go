@@ -1,0 +1,177 @@
+package device
+
+import (
+	"sync"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// Asynchronous chunk copies (MEM_COPY_ASYNC, MEM_COPY_ASYNC_WAIT). Each
+// core's default h2t queue has three DMA contexts: 0 for synchronous
+// copies and 1 and 2, used in turn, for asynchronous ones. A copy is
+// started on the next context and, unless the caller passes "none" (-1),
+// the previous one is waited for before the ioctl returns.
+
+const (
+	dmaCtxNone  = -1
+	dmaCtxSync  = 0
+	dmaCtxAsync = 1 // and 2
+	// maxAsyncCopy is one ring batch: the driver's 8192-descriptor h2t
+	// ring is waited on every 4096/2-16-1 = 2031 descriptors (plus the
+	// last), each moving up to 64 KiB.
+	maxAsyncCopy = 2032 * dmaPiece
+)
+
+type dmaContext struct {
+	inUse bool
+	done  chan struct{} // closed when the copy finished; nil when idle
+}
+
+// h2tQueue is the contexts of one core's default h2t queue.
+type h2tQueue struct {
+	mu  sync.Mutex
+	ctx [3]dmaContext
+}
+
+func (d *Device) h2tQueueFor(nc int) *h2tQueue {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.h2t == nil {
+		d.h2t = map[int]*h2tQueue{}
+	}
+	q, ok := d.h2t[nc]
+	if !ok {
+		q = &h2tQueue{}
+		d.h2t[nc] = q
+	}
+	return q
+}
+
+// nextDMAContext is the driver's rotation: none -> 1, 1 -> 2, 2 -> 1,
+// sync -> sync.
+func nextDMAContext(prev int32) (int32, bool) {
+	switch prev {
+	case dmaCtxNone, 2:
+		return 1, true
+	case 1:
+		return 2, true
+	case dmaCtxSync:
+		return dmaCtxSync, true
+	}
+	return 0, false
+}
+
+// pairCore is the core whose h2t queue moves data between two chunks: the
+// device side's (the destination's when both are), or the destination's
+// for host to host.
+func pairCore(src, dst *mempool.Chunk) int {
+	if dst.Loc == mempool.LocDevice || src.Loc == mempool.LocHost {
+		return dst.NCID
+	}
+	return src.NCID
+}
+
+// waitDMA waits for a context's copy; a FUSE interrupt ends the wait.
+func (r *Request) waitDMA(c *dmaContext) Result {
+	if c.done == nil {
+		return 0
+	}
+	select {
+	case <-c.done:
+		return 0
+	case <-r.Ctx.Done():
+		return Errno(syscall.EINTR)
+	}
+}
+
+func memCopyAsync(r *Request) Result {
+	var src, dst, size, srcOff, dstOff uint64
+	var prev int32
+	var v32 ioctl.MemCopyAsync
+	var v64 ioctl.MemCopyAsync64
+	switch r.Cmd {
+	case ioctl.CmdMemCopyAsync:
+		if n := copyIn(r, r.Arg, &v32); n != 0 {
+			return n
+		}
+		src, dst, size, srcOff, dstOff, prev = v32.SrcMemHandle, v32.DstMemHandle, uint64(v32.Size), uint64(v32.SrcOffset), uint64(v32.DstOffset), int32(v32.PwaitHandle)
+	case ioctl.CmdMemCopyAsync64:
+		if n := copyIn(r, r.Arg, &v64); n != 0 {
+			return n
+		}
+		src, dst, size, srcOff, dstOff, prev = v64.SrcMemHandle, v64.DstMemHandle, v64.Size, v64.SrcOffset, v64.DstOffset, int32(v64.PwaitHandle)
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	d := r.Dev()
+	sc, res1 := d.chunkFor(src)
+	dc, res2 := d.chunkFor(dst)
+	if res1 != 0 || res2 != 0 {
+		return Errno(syscall.EINVAL)
+	}
+	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
+		return Errno(syscall.EINVAL)
+	}
+	next, ok := nextDMAContext(prev)
+	if !ok {
+		return Errno(syscall.EINVAL)
+	}
+	q := d.h2tQueueFor(pairCore(sc, dc))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if prev != dmaCtxNone && prev != next && !q.ctx[prev].inUse {
+		return Errno(syscall.EINVAL) // nothing to wait for on that context
+	}
+	if next != dmaCtxSync && size > maxAsyncCopy {
+		return Errno(syscall.EINVAL) // larger than one batch of the ring
+	}
+	// A context is reused only once its last copy has finished.
+	if res := r.waitDMA(&q.ctx[next]); res != 0 {
+		return res
+	}
+	done := make(chan struct{})
+	q.ctx[next] = dmaContext{inUse: true, done: done}
+	go func() {
+		defer close(done)
+		d.copyChunks(dc, dstOff, sc, srcOff, size)
+	}()
+	if prev != dmaCtxNone {
+		if res := r.waitDMA(&q.ctx[prev]); res != 0 {
+			return res
+		}
+		q.ctx[prev].inUse = false
+	}
+	if r.Cmd == ioctl.CmdMemCopyAsync {
+		v32.WaitHandle = uint32(next)
+		return copyOut(r, r.Arg, &v32)
+	}
+	v64.WaitHandle = uint32(next)
+	return copyOut(r, r.Arg, &v64)
+}
+
+func memCopyAsyncWait(r *Request) Result {
+	var v ioctl.MemCopyAsyncWait
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	sc, res1 := d.chunkFor(v.SrcMemHandle)
+	dc, res2 := d.chunkFor(v.DstMemHandle)
+	if res1 != 0 || res2 != 0 {
+		return Errno(syscall.EINVAL)
+	}
+	h := int32(v.PwaitHandle)
+	if h < dmaCtxAsync || h > 2 {
+		return Errno(syscall.EINVAL)
+	}
+	q := d.h2tQueueFor(pairCore(sc, dc))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if res := r.waitDMA(&q.ctx[h]); res != 0 {
+		return res
+	}
+	q.ctx[h].inUse = false
+	return 0
+}
