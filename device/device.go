@@ -44,6 +44,7 @@ type Device struct {
 	changed   chan struct{} // closed on every change waiters may wait for
 
 	h2t          map[int]*h2tQueue // per core: DMA contexts of its default h2t queue
+	scrubbing    [4]bool           // per HBM channel: a scrub was started and not reaped
 	reset        resetEngine
 	metrics      metrics
 	crwl         crwlState

@@ -34,6 +34,11 @@ func (d *Device) chunkFor(h uint64) (*mempool.Chunk, Result) {
 // chunk is freed again and the positive count returned, as the driver does.
 func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
 	d := r.Dev()
+	if !d.IsAttached(r.Caller.Tgid) {
+		// Process memory for a process that never opened the device (an
+		// inherited fd) trips a BUG_ON in the driver; here it is refused.
+		return Errno(syscall.EACCES)
+	}
 	req.Lifespan, req.PID = mempool.LifespanCurProcess, r.Caller.Tgid
 	c, err := d.pool.Alloc(req)
 	if err != nil {

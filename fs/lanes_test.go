@@ -52,6 +52,10 @@ var helpers = map[string]func() int{
 		var pm ioctl.PostMetric
 		r, e = testutil.Ioctl(3, ioctl.CmdPostMetric, &pm)
 		check("POST_METRIC (gated)", r, e, unix.EACCES)
+		// Process memory for an unattached caller oopses the real kernel.
+		alloc := ioctl.MemAllocV2MemType64{Size: 4096, MemHandle: 8}
+		r, e = testutil.Ioctl(3, ioctl.CmdMemAllocV2MT64, &alloc)
+		check("MEM_ALLOC_V2MT64 unattached", r, e, unix.EACCES)
 		var bi ioctl.DeviceBasicInfo
 		r, e = testutil.Ioctl(3, ioctl.CmdDeviceBasicInfo, &bi)
 		check("DEVICE_BASIC_INFO", r, e, 0)
