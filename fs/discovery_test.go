@@ -112,9 +112,9 @@ func TestStubsAndRefusals(t *testing.T) {
 	expectErrno(t, "METRICS_CTRL", r, e, 0, 0)
 
 	// Not emulated yet: the driver's answer to an unsupported request.
-	var scrub ioctl.HBMScrubStart
-	r, e = testutil.Ioctl(fd, ioctl.CmdHBMScrubStart, &scrub)
-	expectErrno(t, "HBM_SCRUB_START", r, e, 0, unix.EOPNOTSUPP)
+	var sem ioctl.Semaphore
+	r, e = testutil.Ioctl(fd, ioctl.CmdSemaphoreRead, &sem)
+	expectErrno(t, "SEMAPHORE_READ", r, e, 0, unix.EOPNOTSUPP)
 	// A size that is no member of the nr-102 family is EINVAL.
 	var alloc ioctl.MemAllocV2MemType64
 	r, e = testutil.Ioctl(fd, ioctl.IOC(ioctl.DirRead, ioctl.Magic, 102, 40), &alloc)
