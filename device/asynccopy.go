@@ -106,10 +106,10 @@ func memCopyAsync(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	sc, res1 := d.chunkFor(src)
-	dc, res2 := d.chunkFor(dst)
-	if res1 != 0 || res2 != 0 {
-		return Errno(syscall.EINVAL)
+	sc, res1 := r.useChunk(src)
+	dc, res2 := r.useChunk(dst)
+	if res := firstError(res1, res2); res != 0 {
+		return res
 	}
 	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
 		return Errno(syscall.EINVAL)

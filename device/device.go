@@ -43,8 +43,9 @@ type Device struct {
 	state     State
 	changed   chan struct{} // closed on every change waiters may wait for
 
-	h2t          map[int]*h2tQueue // per core: DMA contexts of its default h2t queue
-	scrubbing    [4]bool           // per HBM channel: a scrub was started and not reaped
+	h2t          map[int]*h2tQueue                 // per core: DMA contexts of its default h2t queue
+	scrubbing    [4]bool                           // per HBM channel: a scrub was started and not reaped
+	given        map[*mempool.Chunk]map[int32]bool // strict mode: processes handed a chunk's handle
 	reset        resetEngine
 	metrics      metrics
 	crwl         crwlState
@@ -186,7 +187,7 @@ func (f *File) Release() {
 	// The last release frees what lives as long as anyone has the device open.
 	if d.openCount == 0 {
 		for _, c := range d.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
-			d.phys.discard(c.PA, c.Size)
+			d.releasedLocked(c)
 		}
 	}
 }
@@ -234,7 +235,13 @@ func (d *Device) detachLocked(ctx context.Context, caller Caller) {
 	d.waitResetLocked(ctx, caller.fatal, uint32(caller.Tgid), true)
 	d.releaseCRWLLocked(caller.Tgid)
 	for _, c := range d.pool.FreeExpired(mempool.LifespanCurProcess, caller.Tgid) {
-		d.phys.discard(c.PA, c.Size)
+		d.releasedLocked(c)
 	}
 	d.log.WithField("tgid", caller.Tgid).Debug("process detached")
+}
+
+// releasedLocked is released for callers holding d.mu.
+func (d *Device) releasedLocked(c *mempool.Chunk) {
+	delete(d.given, c)
+	d.phys.discard(c.PA, c.Size)
 }

@@ -59,8 +59,25 @@ func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
 // freeChunk drops a reference and returns freed memory to the host.
 func (d *Device) freeChunk(c *mempool.Chunk, caller int32) {
 	if d.pool.Free(c, caller) {
-		d.phys.discard(c.PA, c.Size)
+		d.released(c)
 	}
+}
+
+// released returns a freed chunk's memory to the host.
+func (d *Device) released(c *mempool.Chunk) {
+	d.forget(c)
+	d.phys.discard(c.PA, c.Size)
+}
+
+// firstError returns the first failure: with two handles, the driver
+// checks both and answers EINVAL if either is bad.
+func firstError(results ...Result) Result {
+	for _, r := range results {
+		if r != 0 {
+			return r
+		}
+	}
+	return 0
 }
 
 // defaultMemType is the category of allocations that name none.
@@ -119,7 +136,7 @@ func memFree(r *Request) Result {
 		return n
 	}
 	d := r.Dev()
-	c, res := d.chunkFor(v.MemHandle)
+	c, res := r.useChunk(v.MemHandle)
 	if res != 0 {
 		return res
 	}
@@ -221,6 +238,7 @@ func memMCGetInfo(r *Request) Result {
 		if err != nil {
 			return errnoOf(err)
 		}
+		d.give(c, r.Caller.Tgid)
 		v.MemHandle = h
 		return copyOut(r, r.Arg, &v)
 	}
@@ -297,7 +315,7 @@ func memBufCopy(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	c, res := d.chunkFor(h)
+	c, res := r.useChunk(h)
 	if res != 0 {
 		return res
 	}
@@ -352,10 +370,10 @@ func memCopy(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	sc, res1 := d.chunkFor(src)
-	dc, res2 := d.chunkFor(dst)
-	if res1 != 0 || res2 != 0 {
-		return Errno(syscall.EINVAL)
+	sc, res1 := r.useChunk(src)
+	dc, res2 := r.useChunk(dst)
+	if res := firstError(res1, res2); res != 0 {
+		return res
 	}
 	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
 		return Errno(syscall.EINVAL)
@@ -401,7 +419,7 @@ func memset(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	c, res := d.chunkFor(h)
+	c, res := r.useChunk(h)
 	if res != 0 {
 		return res
 	}

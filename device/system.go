@@ -34,7 +34,10 @@ type Config struct {
 	ResetLatency time.Duration
 	// FailResets makes every reset fail, to test error paths.
 	FailResets bool
-	Log        *logrus.Entry
+	// Strict refuses (and logs) one process's use of a chunk another
+	// process allocated and did not hand over, which the driver allows.
+	Strict bool
+	Log    *logrus.Entry
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -52,6 +55,7 @@ type System struct {
 
 	resetLatency time.Duration
 	failResets   bool
+	strict       bool
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
@@ -96,6 +100,7 @@ func NewSystem(cfg Config) (*System, error) {
 
 		resetLatency: cfg.ResetLatency,
 		failResets:   cfg.FailResets,
+		strict:       cfg.Strict,
 	}
 	if s.resetLatency == 0 {
 		s.resetLatency = time.Millisecond

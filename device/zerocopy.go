@@ -90,7 +90,7 @@ func memBufZeroCopy64(r *Request) Result {
 		return n
 	}
 	d := r.Dev()
-	c, res := d.chunkFor(v.MemHandle)
+	c, res := r.useChunk(v.MemHandle)
 	if res != 0 {
 		return res
 	}
@@ -153,7 +153,7 @@ func memBufZeroCopy64Batches(r *Request) Result {
 		if n, _ := r.Mem.ReadAt(opsRaw, b.OpsPtr); n < len(opsRaw) {
 			return notCopied(len(opsRaw), n)
 		}
-		c, res := d.chunkFor(b.MemHandle)
+		c, res := r.useChunk(b.MemHandle)
 		if res != 0 {
 			return res
 		}

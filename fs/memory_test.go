@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
@@ -206,29 +207,36 @@ var _ = func() bool {
 	return true
 }()
 
+// startAllocHelper starts the "alloc" helper on the mount at dir and
+// returns it with the handles it allocated (device channel 1, host).
+func startAllocHelper(t *testing.T, dir string) (*exec.Cmd, []uint64, io.WriteCloser) {
+	t.Helper()
+	cmd := helperCmd(t, "alloc", "NEURONFS_ROOT="+dir)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	var hs []uint64
+	for _, f := range strings.Fields(line) {
+		h, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			t.Fatalf("helper: %q", line)
+		}
+		hs = append(hs, h)
+	}
+	if len(hs) != 2 {
+		t.Fatalf("helper said %q", line)
+	}
+	return cmd, hs, in
+}
+
 // Handles are per device: another process may read and free them, as on
 // the driver. A process that dies frees exactly its own memory.
 func TestMemoryOwnershipAndDeath(t *testing.T) {
 	dir, _ := testutil.Mount(t, "trn1.32xlarge")
-	root := "NEURONFS_ROOT=" + dir
-	start := func() (*exec.Cmd, []uint64, io.WriteCloser) {
-		cmd := helperCmd(t, "alloc", root)
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		var hs []uint64
-		for _, f := range strings.Fields(line) {
-			h, err := strconv.ParseUint(f, 10, 64)
-			if err != nil {
-				t.Fatalf("helper: %q", line)
-			}
-			hs = append(hs, h)
-		}
-		return cmd, hs, in
-	}
+	start := func() (*exec.Cmd, []uint64, io.WriteCloser) { return startAllocHelper(t, dir) }
 
 	// This process keeps its own chunk throughout.
 	d, err := runtime.Host{Root: dir}.Open(0)
@@ -325,4 +333,36 @@ func rssKiB(t *testing.T) int64 {
 	}
 	t.Fatal("no VmRSS")
 	return 0
+}
+
+// With --strict, using another process's chunk is refused unless it was
+// handed over with MEM_MC_GET_INFO_V2.
+func TestMemoryStrictMode(t *testing.T) {
+	dir, _ := testutil.MountConfig(t, device.Config{Instance: "trn2.48xlarge", Strict: true})
+	a, hs, ain := startAllocHelper(t, dir)
+	defer func() { ain.Close(); a.Wait() }()
+	d, err := runtime.Host{Root: dir}.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	buf := make([]byte, 16)
+	read := ioctl.MemBufCopy64{MemHandle: hs[0], Buffer: uint64(uintptr(unsafe.Pointer(&buf[0]))), Size: 16}
+	r, e := testutil.Ioctl(d.Fd(), ioctl.CmdMemBufCopy64, &read)
+	expectErrno(t, "strict: read another process's chunk", r, e, 0, unix.EPERM)
+	f := ioctl.MemFree{MemHandle: hs[1]}
+	r, e = testutil.Ioctl(d.Fd(), ioctl.CmdMemFree, &f)
+	expectErrno(t, "strict: free another process's chunk", r, e, 0, unix.EPERM)
+	// Handed over by address: now allowed.
+	var info ioctl.MemGetExtendedInfo
+	info.MemHandle = hs[0]
+	testutil.Ioctl(d.Fd(), ioctl.CmdMemGetExtendedInfo, &info)
+	mc := ioctl.MemGetMCMmapInfoV2{PA: info.PA}
+	r, e = testutil.Ioctl(d.Fd(), ioctl.CmdMemMCGetInfoV2, &mc)
+	expectErrno(t, "MC_GET_INFO_V2", r, e, 0, 0)
+	r, e = testutil.Ioctl(d.Fd(), ioctl.CmdMemBufCopy64, &read)
+	expectErrno(t, "strict: read a chunk handed over", r, e, 0, 0)
+	if buf[0] != 0x5a {
+		t.Fatalf("read % x", buf)
+	}
 }

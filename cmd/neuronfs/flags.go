@@ -24,6 +24,7 @@ type hostFlags struct {
 	logLevel string
 	debug    bool
 	degraded bool
+	strict   bool
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -34,6 +35,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.major, "major", 0, "character-device major of the emulated driver (default: a free dynamic major)")
 	fs.StringVar(&h.logLevel, "log-level", "warning", "log level: debug, info, warning, error")
 	fs.BoolVar(&h.debug, "debug-fuse", false, "log every FUSE request")
+	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
 }
 
@@ -47,7 +49,7 @@ func (h *hostFlags) args() []string {
 	return []string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
-		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded),
+		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict),
 	}
 }
 
@@ -104,6 +106,7 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		Arch:     arch,
 		Revision: uint32(h.revision),
 		Major:    major,
+		Strict:   h.strict,
 		Log:      log,
 	})
 }

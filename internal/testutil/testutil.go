@@ -34,8 +34,17 @@ func RequireFUSE(t testing.TB) {
 // temporary directory and unmounts it when the test ends.
 func Mount(t testing.TB, instance string) (string, *device.System) {
 	t.Helper()
+	return MountConfig(t, device.Config{Instance: instance})
+}
+
+// MountConfig is Mount with a full configuration.
+func MountConfig(t testing.TB, cfg device.Config) (string, *device.System) {
+	t.Helper()
 	RequireFUSE(t)
-	sys, err := device.NewSystem(device.Config{Instance: instance, Major: 244})
+	if cfg.Major == 0 {
+		cfg.Major = 244
+	}
+	sys, err := device.NewSystem(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +57,7 @@ func Mount(t testing.TB, instance string) (string, *device.System) {
 		if err := f.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
+		sys.Close()
 	})
 	return dir, sys
 }

@@ -1,0 +1,53 @@
+package device
+
+import (
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+)
+
+// Strict mode is a sanitizer for runtime developers that no real driver
+// offers: handles stay per device as on the driver, but a process may
+// only free, copy to or from, or memset a chunk it allocated, was handed
+// (MEM_MC_GET_INFO_V2), or that belongs to the driver. Each refusal is
+// logged with both processes.
+
+// useChunk resolves a handle for a use that reads or changes the chunk.
+func (r *Request) useChunk(h uint64) (*mempool.Chunk, Result) {
+	d := r.Dev()
+	c, res := d.chunkFor(h)
+	if res != 0 || !d.sys.strict {
+		return c, res
+	}
+	tgid := r.Caller.Tgid
+	d.mu.Lock()
+	ok := c.PID == 0 || c.PID == tgid || d.given[c][tgid]
+	d.mu.Unlock()
+	if !ok {
+		d.log.WithFields(logrus.Fields{"handle": h, "owner": c.PID, "caller": tgid, "cmd": r.Cmd}).Warn("strict: use of another process's chunk refused")
+		return nil, Errno(syscall.EPERM)
+	}
+	return c, 0
+}
+
+// give records that tgid was handed c's handle.
+func (d *Device) give(c *mempool.Chunk, tgid int32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.given == nil {
+		d.given = map[*mempool.Chunk]map[int32]bool{}
+	}
+	if d.given[c] == nil {
+		d.given[c] = map[int32]bool{}
+	}
+	d.given[c][tgid] = true
+}
+
+// forget drops what give recorded about a freed chunk.
+func (d *Device) forget(c *mempool.Chunk) {
+	d.mu.Lock()
+	delete(d.given, c)
+	d.mu.Unlock()
+}
