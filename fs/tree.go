@@ -5,7 +5,9 @@ package fs
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,6 +37,10 @@ type FS struct {
 	// mounted stamps every inode, as sysfs stamps its files at creation.
 	mounted    time.Time
 	mountpoint string
+	rootFd     int // O_PATH of the root: reaches the tree even after a lazy unmount
+
+	behalfMu sync.Mutex
+	behalf   map[int32]int32 // daemon thread -> the task it opens a device for
 }
 
 // Options tune the mount.
@@ -54,7 +60,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}}
 	// allow_other: every user may use the devices; default_permissions:
 	// the kernel enforces the sysfs modes (0400, 0600...).
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
@@ -85,6 +91,10 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	f.server = server
 	f.mountpoint = dir
+	if f.rootFd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		f.Unmount()
+		return nil, fmt.Errorf("fs: %s: %w", dir, err)
+	}
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
 		if !opts.DegradedMmap {
@@ -98,6 +108,11 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 
 // Unmount detaches the filesystem and waits until serving has stopped.
 func (f *FS) Unmount() error {
+	// The root fd pins the mount; drop it first or unmounting never ends.
+	if f.rootFd > 0 {
+		unix.Close(f.rootFd)
+		f.rootFd = 0
+	}
 	err := unix.Unmount(f.mountpoint, 0)
 	if err == unix.EBUSY {
 		// Still in use: detach now, the kernel finishes when it is free.
@@ -110,6 +125,30 @@ func (f *FS) Unmount() error {
 	return err
 }
 
+// DevicePath returns a path of device node i that stays valid after the
+// mount point is lazily unmounted (for as long as f is served).
+func (f *FS) DevicePath(i int) string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s/neuron%d", f.rootFd, DevDir, i)
+}
+
+// OpenFor opens device node i as task tid would: the emulated driver sees
+// tid (and its process) as the opener. The caller installs the descriptor
+// in tid's process.
+func (f *FS) OpenFor(i int, flags int, tid int32) (int, error) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	self := int32(unix.Gettid())
+	f.behalfMu.Lock()
+	f.behalf[self] = tid
+	f.behalfMu.Unlock()
+	defer func() {
+		f.behalfMu.Lock()
+		delete(f.behalf, self)
+		f.behalfMu.Unlock()
+	}()
+	return unix.Openat(f.rootFd, fmt.Sprintf("%s/neuron%d", DevDir, i), flags|unix.O_CLOEXEC, 0)
+}
+
 // Wait blocks until the filesystem is unmounted by someone else.
 func (f *FS) Wait() { f.server.Wait() }
 
@@ -120,6 +159,11 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 		return device.Caller{}
 	}
 	tid := int32(c.Pid)
+	f.behalfMu.Lock()
+	if target, ok := f.behalf[tid]; ok {
+		tid = target
+	}
+	f.behalfMu.Unlock()
 	return device.Caller{
 		Tid:                tid,
 		Tgid:               f.tgids.lookup(tid),

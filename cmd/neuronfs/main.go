@@ -30,6 +30,7 @@ func main() {
 		"ls":        cmdLs,
 		// Internal steps of mount and run, executed in child processes.
 		nsRunCmd: cmdNsRun,
+		execCmd:  cmdExec,
 		reapCmd:  cmdReap,
 	}
 	f, ok := cmds[os.Args[1]]

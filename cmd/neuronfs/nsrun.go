@@ -5,19 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 
-	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
-	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/fs"
-	"github.com/neuronfs/neuronfs/internal/ns"
+	"github.com/neuronfs/neuronfs/internal/chardev"
 )
-
-// stagingMount is where the FUSE filesystem is mounted inside the new
-// /dev while the view is assembled; it is detached before CMD starts.
-const stagingMount = "/dev/.neuronfs"
 
 func cmdNsRun(args []string) int {
 	fl := flag.NewFlagSet(nsRunCmd, flag.ContinueOnError)
@@ -25,6 +18,7 @@ func cmdNsRun(args []string) int {
 	var u userFlags
 	h.register(fl)
 	u.register(fl)
+	noChardev := fl.Bool("no-chardev", false, "")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -38,48 +32,86 @@ func cmdNsRun(args []string) int {
 		log.WithError(err).Error("cannot build the emulated host")
 		return 1
 	}
-	if err := buildView(sys, h, log); err != nil {
+	fsys, err := buildView(sys, h, !*noChardev)
+	if err != nil {
 		log.WithError(err).Error("cannot build the device view")
 		return 1
 	}
-	cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if u.uid != os.Geteuid() || u.gid != os.Getegid() {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+	if *noChardev {
+		cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+		}
+		return runForwardingSignals(cmd, 127)
 	}
-	return runForwardingSignals(cmd, 127)
+
+	// CMD starts through the exec helper, which installs the seccomp
+	// filter, hands its listener back over a socket, drops to the user
+	// and execs CMD.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		log.WithError(err).Error("socketpair")
+		return 1
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "supervisor"), os.NewFile(uintptr(pair[1]), "filter")
+	self, err := os.Executable()
+	if err != nil {
+		log.WithError(err).Error("cannot find this executable")
+		return 1
+	}
+	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), "--"}, fl.Args()...)
+	cmd := exec.Command(self, helperArgs...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{theirs}
+	wait, err := startForwardingSignals(cmd)
+	theirs.Close()
+	if err != nil {
+		log.WithError(err).Error("cannot start the command")
+		return 127
+	}
+	listener, err := receiveFD(ours)
+	ours.Close()
+	if err != nil {
+		log.WithError(err).Error("no seccomp listener from the command's launcher")
+		return wait()
+	}
+	var nodes, fuseNodes []string
+	for _, d := range sys.Devices {
+		nodes = append(nodes, "/dev/"+d.Name())
+		fuseNodes = append(fuseNodes, fsys.DevicePath(d.Index))
+	}
+	go func() {
+		err := chardev.Serve(chardev.Config{
+			Listener:  listener,
+			Major:     sys.Major,
+			Nodes:     nodes,
+			FUSENodes: fuseNodes,
+			Open:      fsys.OpenFor,
+			Log:       log,
+		}, 2)
+		if err != nil {
+			log.WithError(err).Error("seccomp supervisor stopped")
+		}
+	}()
+	return wait()
 }
 
-// buildView mounts the devices and places them at the real paths.
-func buildView(sys *device.System, h hostFlags, log *logrus.Entry) error {
-	devDir, err := ns.Overlay("/dev")
+// receiveFD reads one descriptor passed with SCM_RIGHTS.
+func receiveFD(sock *os.File) (int, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, 0)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	if err := os.Mkdir(stagingMount, 0o700); err != nil {
-		return err
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, fmt.Errorf("no descriptor received (%v)", err)
 	}
-	if _, err := fs.Mount(sys, stagingMount, h.fsOptions(log)); err != nil {
-		return err
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return -1, fmt.Errorf("no descriptor received (%v)", err)
 	}
-	for _, d := range sys.Devices {
-		if err := devDir.BindFile(filepath.Join(stagingMount, fs.DevDir, d.Name()), d.Name(), 0o666); err != nil {
-			return err
-		}
-	}
-	for _, place := range []struct{ parent, name, src string }{
-		{"/sys/class", "neuron_device", fs.ClassDir},
-		{"/sys/devices/virtual", "neuron_device", fs.DevicesDir},
-		{"/sys/module", "neuron", fs.ModuleDir},
-	} {
-		d, err := ns.Overlay(place.parent)
-		if err != nil {
-			return err
-		}
-		if err := d.BindDir(filepath.Join(stagingMount, place.src), place.name); err != nil {
-			return err
-		}
-	}
-	// The binds keep the FUSE connection; the staging mount can go.
-	return ns.Detach(stagingMount)
+	return fds[0], nil
 }

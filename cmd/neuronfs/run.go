@@ -39,6 +39,7 @@ func cmdRun(args []string) int {
 	var u userFlags
 	h.register(fl)
 	u.register(fl)
+	noChardev := fl.Bool("no-chardev", false, "make /dev/neuronN the FUSE files instead of character devices with seccomp-redirected opens")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -56,7 +57,7 @@ func cmdRun(args []string) int {
 		return 1
 	}
 	childArgs := append([]string{nsRunCmd}, h.args()...)
-	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), "--")
+	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--no-chardev=%v", *noChardev), "--")
 	childArgs = append(childArgs, fl.Args()...)
 	cmd := exec.Command(self, childArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -70,19 +71,32 @@ func cmdRun(args []string) int {
 // supervisor sends, and returns its shell-style status (failStatus if it
 // cannot start).
 func runForwardingSignals(cmd *exec.Cmd, failStatus int) int {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
+	wait, err := startForwardingSignals(cmd)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return failStatus
+	}
+	return wait()
+}
+
+// startForwardingSignals starts cmd and returns the function that waits
+// for its status while passing signals on.
+func startForwardingSignals(cmd *exec.Cmd) (func() int, error) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := cmd.Start(); err != nil {
+		signal.Stop(sigs)
+		return nil, err
 	}
 	go func() {
 		for s := range sigs {
 			cmd.Process.Signal(s)
 		}
 	}()
-	return exitCode(cmd.Wait())
+	return func() int {
+		defer signal.Stop(sigs)
+		return exitCode(cmd.Wait())
+	}, nil
 }
 
 // exitCode maps a child's end to a shell-style status.

@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
 // Overlay replaces dir with a tmpfs that shows the same entries as before
-// (each bound back from the original) and returns a handle to add more.
-func Overlay(dir string) (*Dir, error) {
+// (each bound back from the original, except those named in skip) and
+// returns a handle to add more.
+func Overlay(dir string, skip ...string) (*Dir, error) {
 	orig, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ns: open %s: %w", dir, err)
@@ -35,6 +37,9 @@ func Overlay(dir string) (*Dir, error) {
 	}
 	d := &Dir{Path: dir}
 	for _, e := range entries {
+		if slices.Contains(skip, e.Name()) {
+			continue
+		}
 		if err := d.bindBack(filepath.Join(origPath, e.Name()), e.Name()); err != nil {
 			return nil, err
 		}
@@ -112,4 +117,40 @@ func Detach(path string) error {
 		return fmt.Errorf("ns: unmount %s: %w", path, err)
 	}
 	return os.Remove(path)
+}
+
+// ReplaceFile shows content at path (an existing file, e.g. in /proc) by
+// bind-mounting a file of the replica d over it and then unlinking that
+// file: the mount keeps it, and nothing is written where the host sees.
+func (d *Dir) ReplaceFile(path string, content []byte) error {
+	src := filepath.Join(d.Path, ".neuronfs-"+filepath.Base(path))
+	if err := os.WriteFile(src, content, 0o444); err != nil {
+		return fmt.Errorf("ns: stage %s: %w", path, err)
+	}
+	defer os.Remove(src)
+	return bind(src, path, false)
+}
+
+// Mknod creates a character node name in d.
+func (d *Dir) Mknod(name string, mode uint32, major, minor uint32) error {
+	dst := filepath.Join(d.Path, name)
+	if err := unix.Mknod(dst, unix.S_IFCHR|mode, int(unix.Mkdev(major, minor))); err != nil {
+		return fmt.Errorf("ns: mknod %s: %w", dst, err)
+	}
+	// mknod honours the umask; the mode must be exactly what udev sets.
+	return unix.Chmod(dst, mode)
+}
+
+// Symlink creates name -> target in d.
+func (d *Dir) Symlink(target, name string) error {
+	return os.Symlink(target, filepath.Join(d.Path, name))
+}
+
+// WriteFile creates name (and its parent directories) in d with content.
+func (d *Dir) WriteFile(name string, content []byte, mode os.FileMode) error {
+	dst := filepath.Join(d.Path, name)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, content, mode)
 }

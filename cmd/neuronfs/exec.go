@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/chardev"
+)
+
+// execCmd is the hidden launcher of CMD under `run`: it installs the
+// seccomp filter on itself, sends the listener to the daemon on fd 3,
+// drops to the calling user and execs CMD, which keeps the filter (and
+// passes it to its children).
+const execCmd = "__exec"
+
+func cmdExec(args []string) int {
+	fl := flag.NewFlagSet(execCmd, flag.ContinueOnError)
+	uid := fl.Int("uid", os.Getuid(), "")
+	gid := fl.Int("gid", os.Getgid(), "")
+	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
+		return 2
+	}
+	path, err := exec.LookPath(fl.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+		return 127
+	}
+	// The filter applies to the thread that installs it, which must be
+	// the one that execs.
+	goruntime.LockOSThread()
+	listener, err := chardev.InstallFilter()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+		return 126
+	}
+	if err := unix.Sendmsg(3, []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run: handing over the seccomp listener:", err)
+		return 126
+	}
+	unix.Close(listener)
+	unix.Close(3)
+	if *uid != os.Geteuid() || *gid != os.Getegid() {
+		if err := syscall.Setgroups(nil); err != nil {
+			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+			return 126
+		}
+		if err := syscall.Setresgid(*gid, *gid, *gid); err != nil {
+			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+			return 126
+		}
+		if err := syscall.Setresuid(*uid, *uid, *uid); err != nil {
+			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+			return 126
+		}
+	}
+	err = syscall.Exec(path, fl.Args(), os.Environ())
+	fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+	return 126
+}

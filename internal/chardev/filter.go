@@ -1,0 +1,81 @@
+// Package chardev makes /dev/neuronN look like the character devices they
+// are on a real host, inside `neuronfs run`: the nodes are real character
+// nodes (whose open would fail, no kernel driver owns their major), and a
+// seccomp user-notification filter hands every open of them to the daemon,
+// which opens the FUSE node for the caller and installs the descriptor in
+// it; fstat of such a descriptor reports the character node.
+package chardev
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// BPF opcodes (classic BPF, as seccomp takes it).
+const (
+	bpfLdW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	bpfJeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfJset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	bpfRet  = unix.BPF_RET | unix.BPF_K
+
+	auditArchX8664 = 0xc000003e
+
+	// Offsets in struct seccomp_data.
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+
+func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, K: k, Jt: jt, Jf: jf}
+}
+
+// argLow loads the low 32 bits of syscall argument i.
+func argLow(i int) unix.SockFilter { return stmt(bpfLdW, uint32(offArgs+8*i)) }
+
+// filter sends opens, fstat, and the empty-path forms of newfstatat and
+// statx to the listener, and allows everything else.
+func filter() []unix.SockFilter {
+	const (
+		allow  = unix.SECCOMP_RET_ALLOW
+		notify = unix.SECCOMP_RET_USER_NOTIF
+	)
+	prog := []unix.SockFilter{
+		/* 0 */ stmt(bpfLdW, offArch),
+		/* 1 */ jump(bpfJeq, auditArchX8664, 1, 0),
+		/* 2 */ stmt(bpfRet, allow),
+		/* 3 */ stmt(bpfLdW, offNr),
+		/* 4 */ jump(bpfJeq, unix.SYS_OPEN, 8, 0),
+		/* 5 */ jump(bpfJeq, unix.SYS_OPENAT, 7, 0),
+		/* 6 */ jump(bpfJeq, unix.SYS_OPENAT2, 6, 0),
+		/* 7 */ jump(bpfJeq, unix.SYS_FSTAT, 5, 0),
+		/* 8 */ jump(bpfJeq, unix.SYS_NEWFSTATAT, 5, 0),
+		/* 9 */ jump(bpfJeq, unix.SYS_STATX, 1, 0),
+		/* 10 */ stmt(bpfRet, allow),
+		/* 11 statx */ argLow(2),
+		/* 12 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 3),
+		/* 13 notify */ stmt(bpfRet, notify),
+		/* 14 newfstatat */ argLow(3),
+		/* 15 */ jump(bpfJset, unix.AT_EMPTY_PATH, 1, 0),
+		/* 16 */ stmt(bpfRet, allow),
+		/* 17 */ stmt(bpfRet, notify),
+	}
+	return prog
+}
+
+// InstallFilter installs the filter on the calling thread (which must stay
+// locked to its goroutine until it execs) and returns the listener fd.
+// The caller must have CAP_SYS_ADMIN or no_new_privs set.
+func InstallFilter() (int, error) {
+	prog := filter()
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp: %w", errno)
+	}
+	return int(fd), nil
+}
