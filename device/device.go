@@ -46,6 +46,7 @@ type Device struct {
 	h2t          map[int]*h2tQueue                 // per core: DMA contexts of its default h2t queue
 	scrubbing    [4]bool                           // per HBM channel: a scrub was started and not reaped
 	given        map[*mempool.Chunk]map[int32]bool // strict mode: processes handed a chunk's handle
+	ds           [datastoreSlots]datastoreSlot
 	reset        resetEngine
 	metrics      metrics
 	crwl         crwlState
@@ -64,6 +65,11 @@ func newDevice(s *System, index int) (*Device, error) {
 	}
 	d.phys = phys
 	d.pool = mempool.New(s.Arch)
+	if err := d.initDatastore(); err != nil {
+		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
+	}
+	d.pool.ZeroUsage() // sysfs starts counting after probe
+
 	d.reset.work = make(chan struct{}, 1)
 	d.reset.stop = make(chan struct{})
 	go d.resetWorker()
@@ -184,8 +190,14 @@ func (f *File) Release() {
 	if d.openCount > 0 {
 		d.openCount--
 	}
-	// The last release frees what lives as long as anyone has the device open.
+	// The last release clears every datastore slot and frees what lives
+	// as long as anyone has the device open.
 	if d.openCount == 0 {
+		for i := range d.ds {
+			if d.ds[i].pid != 0 {
+				d.clearSlotLocked(&d.ds[i])
+			}
+		}
 		for _, c := range d.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
 			d.releasedLocked(c)
 		}
@@ -234,6 +246,9 @@ func (d *Device) OpenCount() int {
 func (d *Device) detachLocked(ctx context.Context, caller Caller) {
 	d.waitResetLocked(ctx, caller.fatal, uint32(caller.Tgid), true)
 	d.releaseCRWLLocked(caller.Tgid)
+	if s := d.findSlotLocked(caller.Tgid); s != nil {
+		d.releaseSlotLocked(s)
+	}
 	for _, c := range d.pool.FreeExpired(mempool.LifespanCurProcess, caller.Tgid) {
 		d.releasedLocked(c)
 	}

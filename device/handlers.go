@@ -51,6 +51,8 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_MEM_COPY64":                 memCopy,
 	"NEURON_IOCTL_MEMSET":                     memset,
 	"NEURON_IOCTL_MEMSET64":                   memset,
+	"NEURON_IOCTL_ACQUIRE_NEURON_DS":          acquireNeuronDS,
+	"NEURON_IOCTL_RELEASE_NEURON_DS":          releaseNeuronDS,
 	"NEURON_IOCTL_DMABUF_FD":                  dmabufFD,
 	"NEURON_IOCTL_HBM_SCRUB_START":            hbmScrubStart,
 	"NEURON_IOCTL_HBM_SCRUB_WAIT":             hbmScrubWait,

@@ -60,7 +60,8 @@ type System struct {
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
 	cores       coreReservations
-	notifyDelay bool // sysfs info/notify_delay: "0" enables sysfs_notify
+	dsClearTick uint64 // orders datastore slot releases host-wide
+	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
 }
 
 // NewSystem builds the devices described by cfg.

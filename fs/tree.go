@@ -114,12 +114,25 @@ func (f *FS) Unmount() error {
 		f.rootFd = 0
 	}
 	err := unix.Unmount(f.mountpoint, 0)
-	if err == unix.EBUSY {
-		// Still in use: detach now, the kernel finishes when it is free.
+	busy := err == unix.EBUSY
+	if busy {
+		// Still in use (an open fd, a mapping): detach now; the kernel
+		// finishes when the last user goes.
 		err = unix.Unmount(f.mountpoint, unix.MNT_DETACH)
 	}
 	if err == nil {
-		f.server.Wait()
+		done := make(chan struct{})
+		go func() { f.server.Wait(); close(done) }()
+		if busy {
+			// Serving goes on for those users; do not wait for them
+			// forever. When this process exits they see ENOTCONN.
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+			}
+		} else {
+			<-done
+		}
 	}
 	f.tgids.close()
 	return err

@@ -170,3 +170,30 @@ func resetErrno(result int32) syscall.Errno {
 	}
 	return syscall.EIO
 }
+
+// Datastore is one process's counter area on a device, shared with
+// monitors (ACQUIRE_NEURON_DS).
+type Datastore struct {
+	Offset uint64 // mmap offset
+	Size   uint64
+}
+
+// AcquireDatastore returns this process's datastore (pid 0) or, for a
+// monitor, that of process pid.
+func (d *Device) AcquireDatastore(pid int32) (Datastore, error) {
+	v := ioctl.NeuronDSInfo{PID: pid}
+	err := do(d.fd, "ACQUIRE_NEURON_DS", ioctl.CmdAcquireNeuronDS, &v)
+	return Datastore{Offset: v.MmapOffset, Size: uint64(v.Size)}, err
+}
+
+// ReleaseDatastore gives this process's datastore back; the driver adds
+// its counters to the sysfs metrics.
+func (d *Device) ReleaseDatastore() error {
+	var v ioctl.NeuronDSInfo
+	return do(d.fd, "RELEASE_NEURON_DS", ioctl.CmdReleaseNeuronDS, &v)
+}
+
+// MapDatastore maps a datastore read-write.
+func (d *Device) MapDatastore(ds Datastore) ([]byte, error) {
+	return unix.Mmap(d.fd, int64(ds.Offset), int(ds.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}

@@ -217,6 +217,14 @@ func New(f *dhal.ArchFacts) *Pool {
 	return p
 }
 
+// ZeroUsage zeroes every memory counter, as registering the sysfs tree
+// does once probe has made its own allocations.
+func (p *Pool) ZeroUsage() {
+	p.mu.Lock()
+	p.usage = usage{}
+	p.mu.Unlock()
+}
+
 // SetAllocFault installs a fault-injection hook consulted at the driver's
 // fault point (after the size and channel checks, before the nc_id check);
 // when it returns true the allocation fails with ENOMEM. nil removes it.
