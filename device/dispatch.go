@@ -53,6 +53,9 @@ func newDispatcher(t *ioctl.Table) *dispatcher {
 			l = &d.misc
 		}
 		if c.MatchByNr {
+			if c.ExactInFamily {
+				h = exactMembers(t, c.Nr(), h)
+			}
 			// A family shares one handler; do not let a member without a
 			// registered handler shadow one that has it.
 			if _, set := l.byNr[c.Nr()]; !set || ok {
@@ -111,6 +114,13 @@ func unsupported(r *Request) Result { return Errno(ioctl.ENOTSUPP) }
 // that is not one of the family's members is refused with EINVAL first,
 // as every family handler of the driver does.
 func unsupportedFamily(t *ioctl.Table, nr uint32) Handler {
+	return exactMembers(t, nr, unsupported)
+}
+
+// exactMembers lets through only the command values this driver version
+// has with _IOC_NR nr; the driver's family handler answers EINVAL to any
+// other value.
+func exactMembers(t *ioctl.Table, nr uint32, h Handler) Handler {
 	members := map[uint32]bool{}
 	for _, c := range t.ByNr(nr) {
 		members[c.Cmd] = true
@@ -119,6 +129,6 @@ func unsupportedFamily(t *ioctl.Table, nr uint32) Handler {
 		if !members[r.Cmd] {
 			return Errno(syscall.EINVAL)
 		}
-		return unsupported(r)
+		return h(r)
 	}
 }

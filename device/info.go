@@ -9,11 +9,6 @@ import (
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
-// Driver feature bits reported by DRIVER_INFO_GET (driver 2.25.4.0):
-// DMABUF, ASYNC_DMA, BATCH_DMAQ_INIT, BIG_CORE_MAPS, MEM_ALLOC_TYPE,
-// HBM_SCRUB, MEM_ALLOC64, CONTIGUOUS_SCRATCHPAD, ZEROCOPY.
-const driverFeatureFlags1 = 0x1ff
-
 // Where the emulated driver pretends to have ioremapped each BAR0: a
 // kernel virtual address in the vmalloc range, one stride per device.
 // BAR_READ/BAR_WRITE take register addresses relative to it.
@@ -82,8 +77,9 @@ func deviceBDFExt(r *Request) Result {
 }
 
 func compatibleVersion(r *Request) Result {
-	a := r.Sys().Arch
-	v := ioctl.CompatibleVersion{Max: a.CompatMax, Min: a.CompatMin}
+	s := r.Sys()
+	c := s.Table.Compat[uint32(s.Arch.Arch)]
+	v := ioctl.CompatibleVersion{Min: c[0], Max: c[1]}
 	return copyOut(r, r.Arg, &v)
 }
 
@@ -101,7 +97,7 @@ func driverInfo(r *Request) Result {
 				Revision:      bi.Revision,
 				Version:       0,
 				Size:          uint32(ioctl.Sizeof[ioctl.DeviceDriverInfo]()),
-				FeatureFlags1: driverFeatureFlags1,
+				FeatureFlags1: r.Sys().Table.Features,
 			}
 			return copyOut(r, r.Arg, &v)
 		}

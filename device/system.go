@@ -15,15 +15,13 @@ import (
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
-// DriverVersion is the module version string the emulated driver reports in
-// /sys/module/neuron/version.
-const DriverVersion = "2.25.4.0"
-
 // Config selects what the emulated host looks like.
 type Config struct {
 	Instance string // EC2 instance type, e.g. trn2.48xlarge
 	Devices  int    // 0: the instance's device count
 	Arch     dhal.Arch
+	// DriverVersion picks the emulated driver (default ioctl.DefaultVersion).
+	DriverVersion string
 	// Revision is the PCI revision id reported by DEVICE_BASIC_INFO. Real
 	// silicon reports a value <= 0xEF; 240 means hardware emulator, 255 QEMU.
 	Revision uint32
@@ -85,6 +83,17 @@ func NewSystem(cfg Config) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
+	version := cfg.DriverVersion
+	if version == "" {
+		version = ioctl.DefaultVersion
+	}
+	table, err := ioctl.ForVersion(version)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := table.Compat[uint32(facts.Arch)]; !ok {
+		return nil, fmt.Errorf("device: driver %s does not support %s (%s)", version, inst.Product.Name, facts.Arch)
+	}
 	log := cfg.Log
 	if log == nil {
 		l := logrus.New()
@@ -94,7 +103,7 @@ func NewSystem(cfg Config) (*System, error) {
 	s := &System{
 		Instance: inst,
 		Arch:     facts,
-		Table:    ioctl.Default(),
+		Table:    table,
 		Revision: cfg.Revision,
 		Major:    cfg.Major,
 		log:      log.WithField("instance", inst.Name),

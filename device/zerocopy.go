@@ -82,6 +82,11 @@ func bar4Usable(c *mempool.Chunk, toDevice bool) bool {
 }
 
 func memBufZeroCopy64(r *Request) Result {
+	if _, ok := r.Sys().Table.Lookup(r.Cmd); ok && r.Cmd == ioctl.CmdMemBufZerocopy64V1 {
+		// Driver 2.24's experimental zero copy (40-byte struct) is not
+		// emulated.
+		return unsupported(r)
+	}
 	if int(ioctl.Size(r.Cmd)) != ioctl.Sizeof[ioctl.MemBufCopy64ZC]() {
 		return Errno(syscall.EINVAL) // the 2.24-era encoding is "obsolete"
 	}

@@ -112,8 +112,7 @@ type ArchFacts struct {
 	// covering every register block the driver touches (V2: the APB block at
 	// 0x30000000 ends below 1 GiB; V3/V4: the TOP_SP windows end at 0xf4800000).
 	BAR0Size             uint64
-	CompatMax, CompatMin uint32 // COMPATIBLE_VERSION (reported max first)
-	NQTypes              int    // notification-queue types present in hardware
+	NQTypes              int // notification-queue types present in hardware
 	NQQueuesPerType      int
 	ResetInitiateMaxWait time.Duration
 	// PodLinkEngines are the DMA engines pod election uses to reach the

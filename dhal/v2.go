@@ -42,8 +42,6 @@ func v2Facts() ArchFacts {
 		MiscRAMBar0:           0x30fa0000,
 		MiscRAMDevice:         0xffff0fa0000,
 		BAR0Size:              0x40000000,
-		CompatMax:             7,
-		CompatMin:             5,
 		NQTypes:               6, // includes THROTTLE
 		NQQueuesPerType:       16,
 		ResetInitiateMaxWait:  120 * time.Second,

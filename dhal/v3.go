@@ -32,8 +32,6 @@ func v3Facts() ArchFacts {
 		MiscRAMBar0:           0x6c84000,
 		MiscRAMDevice:         0x8006c84000,
 		BAR0Size:              0x100000000,
-		CompatMax:             11,
-		CompatMin:             10,
 		NQTypes:               5, // no THROTTLE queues in hardware
 		NQQueuesPerType:       16,
 		ResetInitiateMaxWait:  480 * time.Second,

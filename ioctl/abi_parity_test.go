@@ -138,6 +138,9 @@ func TestCommandTableMatchesDriver(t *testing.T) {
 		if strings.HasPrefix(r[7], "misc") {
 			wantLane = LaneMisc
 		}
+		if c.ExactInFamily != (c.MatchByNr && strings.Contains(r[11], "exact cmd")) {
+			t.Errorf("%s: ExactInFamily %v, reference rule %q", r[0], c.ExactInFamily, r[11])
+		}
 		if c.MatchByNr != strings.HasPrefix(r[11], "_IOC_NR") {
 			t.Errorf("%s: MatchByNr %v, reference rule %q", r[0], c.MatchByNr, r[11])
 		}

@@ -3,6 +3,7 @@ package ioctl
 import (
 	"fmt"
 	"reflect"
+	"slices"
 )
 
 // Lane says which of the driver's two ioctl entry points serves a command.
@@ -35,6 +36,9 @@ type Command struct {
 	// MatchByNr: the driver routes every command with this _IOC_NR (any
 	// type, direction or size) to the handler, which then checks the rest.
 	MatchByNr bool
+	// ExactInFamily: the family's handler then accepts only the exact
+	// values of its members (others check only the size or direction).
+	ExactInFamily bool
 	// Blocking commands may sleep for long (reset wait, CRWL, scrub, async
 	// copy wait): a transport with per-CPU queues must move them off-queue.
 	Blocking bool
@@ -47,13 +51,30 @@ func (c *Command) Nr() uint32 { return Nr(c.Cmd) }
 // the size of a pointer, not of ArgType.
 func (c *Command) EncodedSize() uint32 { return Size(c.Cmd) }
 
-// Table is the ABI of one driver version.
+// Table is the ABI of one driver version and the facts it reports about
+// itself.
 type Table struct {
 	Version string
 	Parent  *Table
-	byCmd   map[uint32]*Command
-	byNr    map[uint32][]*Command
-	all     []*Command
+	// Features is DRIVER_INFO_GET's feature_flags1.
+	Features uint64
+	// Compat is COMPATIBLE_VERSION's {min, max} per architecture enum;
+	// an architecture missing here is not supported by this version.
+	Compat map[uint32][2]uint32
+
+	byCmd map[uint32]*Command
+	byNr  map[uint32][]*Command
+	all   []*Command
+}
+
+// Version describes one driver version as its parent plus what changed.
+type Version struct {
+	Name     string
+	Parent   string    // "" for the generated base
+	Added    []Command // commands added or changed (same macro name) against the parent
+	Removed  []string  // macro names the parent has and this version does not
+	Features uint64
+	Compat   map[uint32][2]uint32 // nil: the parent's
 }
 
 // blocking lists the commands whose handlers wait.
@@ -75,17 +96,23 @@ var blocking = map[uint32]bool{
 }
 
 // newTable builds a version from its parent plus the commands it changes.
-func newTable(version string, parent *Table, changed []Command) *Table {
-	t := &Table{Version: version, Parent: parent, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
+func newTable(v Version, parent *Table) *Table {
+	t := &Table{Version: v.Name, Parent: parent, Features: v.Features, Compat: v.Compat, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
+	if t.Compat == nil && parent != nil {
+		t.Compat = parent.Compat
+	}
 	merged := map[string]Command{}
 	var order []string
 	if parent != nil {
 		for _, c := range parent.all {
+			if slices.Contains(v.Removed, c.Name) {
+				continue
+			}
 			merged[c.Name] = *c
 			order = append(order, c.Name)
 		}
 	}
-	for _, c := range changed {
+	for _, c := range v.Added {
 		if _, ok := merged[c.Name]; !ok {
 			order = append(order, c.Name)
 		}
@@ -103,9 +130,21 @@ func newTable(version string, parent *Table, changed []Command) *Table {
 }
 
 var versions = func() map[string]*Table {
-	v2_25_4_0 := newTable("2.25.4.0", nil, commands2_25_4_0)
-	return map[string]*Table{v2_25_4_0.Version: v2_25_4_0}
+	out := map[string]*Table{}
+	for _, v := range versionTree {
+		out[v.Name] = newTable(v, out[v.Parent])
+	}
+	return out
 }()
+
+// Versions lists the emulated driver versions, newest first.
+func Versions() []string {
+	var out []string
+	for _, v := range versionTree {
+		out = append(out, v.Name)
+	}
+	return out
+}
 
 // DefaultVersion is the driver version emulated unless asked otherwise.
 const DefaultVersion = "2.25.4.0"
@@ -114,7 +153,7 @@ const DefaultVersion = "2.25.4.0"
 func ForVersion(v string) (*Table, error) {
 	t, ok := versions[v]
 	if !ok {
-		return nil, fmt.Errorf("ioctl: no ABI table for driver version %q (known: %s)", v, DefaultVersion)
+		return nil, fmt.Errorf("ioctl: no ABI table for driver version %q (known: %v)", v, Versions())
 	}
 	return t, nil
 }

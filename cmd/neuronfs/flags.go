@@ -11,6 +11,7 @@ import (
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // hostFlags are the flags that describe the emulated host; mount and run
@@ -25,6 +26,7 @@ type hostFlags struct {
 	debug    bool
 	degraded bool
 	strict   bool
+	driver   string
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -35,6 +37,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.major, "major", 0, "character-device major of the emulated driver (default: a free dynamic major)")
 	fs.StringVar(&h.logLevel, "log-level", "warning", "log level: debug, info, warning, error")
 	fs.BoolVar(&h.debug, "debug-fuse", false, "log every FUSE request")
+	fs.StringVar(&h.driver, "driver-version", ioctl.DefaultVersion, "emulated driver version: "+strings.Join(ioctl.Versions(), ", "))
 	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
 }
@@ -49,7 +52,7 @@ func (h *hostFlags) args() []string {
 	return []string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
-		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict),
+		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 	}
 }
 
@@ -101,13 +104,14 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		h.major = uint(major)
 	}
 	return device.NewSystem(device.Config{
-		Instance: h.instance,
-		Devices:  h.devices,
-		Arch:     arch,
-		Revision: uint32(h.revision),
-		Major:    major,
-		Strict:   h.strict,
-		Log:      log,
+		Instance:      h.instance,
+		Devices:       h.devices,
+		Arch:          arch,
+		Revision:      uint32(h.revision),
+		Major:         major,
+		Strict:        h.strict,
+		DriverVersion: h.driver,
+		Log:           log,
 	})
 }
 

@@ -188,7 +188,12 @@ func (c *checker) device(i int) {
 
 	var cv ioctl.CompatibleVersion
 	call(c, fd, i, "COMPATIBLE_VERSION", ioctl.CmdCompatibleVersion, &cv, 0)
-	if cv.Max != c.facts.CompatMax || cv.Min != c.facts.CompatMin {
+	// Driver 2.25.4.0: Trn1/Inf2 runtimes 5-7, Trn2/Trn3 10-11.
+	wantMin, wantMax := uint32(10), uint32(11)
+	if c.inst.Product.Arch == dhal.V2 {
+		wantMin, wantMax = 5, 7
+	}
+	if cv.Max != wantMax || cv.Min != wantMin {
 		c.fail("neuron%d COMPATIBLE_VERSION = %+v", i, cv)
 	}
 

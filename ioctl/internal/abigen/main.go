@@ -252,8 +252,9 @@ func genCommands(path string, structs map[string]*cstruct, version string) []byt
 		if strings.HasPrefix(r[7], "misc") {
 			lane = "LaneMisc"
 		}
-		fmt.Fprintf(&b, "\t{Name: %q, Cmd: %s, ArgType: %s, ArgSize: %s, Dir: %s, Lane: %s, AttachGated: %v, MatchByNr: %v},\n",
-			r[0], cmdConst(r[0]), argType, argSize, dir, lane, r[8] == "yes", strings.HasPrefix(r[11], "_IOC_NR"))
+		fmt.Fprintf(&b, "\t{Name: %q, Cmd: %s, ArgType: %s, ArgSize: %s, Dir: %s, Lane: %s, AttachGated: %v, MatchByNr: %v, ExactInFamily: %v},\n",
+			r[0], cmdConst(r[0]), argType, argSize, dir, lane, r[8] == "yes", strings.HasPrefix(r[11], "_IOC_NR"),
+			strings.HasPrefix(r[11], "_IOC_NR") && strings.Contains(r[11], "exact cmd"))
 	}
 	b.WriteString("}\n")
 	return b.Bytes()

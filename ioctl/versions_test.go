@@ -1,0 +1,52 @@
+package ioctl
+
+import "testing"
+
+// Each version has the number of command macros the reference counted
+// for it (abi-diff.md), its own feature bits and compat ranges.
+func TestVersionTree(t *testing.T) {
+	cases := []struct {
+		version  string
+		macros   int
+		features uint64
+		v3Compat [2]uint32
+		trn3     bool
+	}{
+		{"2.25.4.0", 99, 0x1ff, [2]uint32{10, 11}, true},
+		{"2.24.7.0", 94, 0xff, [2]uint32{10, 11}, false},
+		{"2.23.9.0", 93, 0x7f, [2]uint32{10, 11}, false},
+		{"2.22.2.0", 91, 0x7f, [2]uint32{10, 11}, false},
+		{"2.20.28.0", 91, 0x7f, [2]uint32{10, 10}, false},
+	}
+	for _, c := range cases {
+		tab, err := ForVersion(c.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tab.Commands()) != c.macros || tab.Features != c.features || tab.Compat[archV3] != c.v3Compat || tab.Compat[archV2] != [2]uint32{5, 7} {
+			t.Errorf("%s: %d macros, features %#x, compat %v", c.version, len(tab.Commands()), tab.Features, tab.Compat)
+		}
+		if _, ok := tab.Compat[archV4]; ok != c.trn3 {
+			t.Errorf("%s: Trn3 support %v", c.version, ok)
+		}
+		for _, cmd := range tab.Commands() {
+			if got, ok := tab.Lookup(cmd.Cmd); !ok || got.Name != cmd.Name {
+				t.Errorf("%s: %s not found by value", c.version, cmd.Name)
+			}
+		}
+	}
+	v24, _ := ForVersion("2.24.7.0")
+	if c, ok := v24.ByName("NEURON_IOCTL_MEM_BUF_ZEROCOPY64"); !ok || c.Cmd != 0xc0284e7c || c.ArgSize != 40 {
+		t.Errorf("2.24 zero copy: %+v", c)
+	}
+	if _, ok := v24.ByName("NEURON_IOCTL_METRICS_CTRL"); ok {
+		t.Error("2.24 has METRICS_CTRL")
+	}
+	v22, _ := ForVersion("2.22.2.0")
+	if _, ok := v22.Lookup(CmdPodCtrlV2); ok {
+		t.Error("2.22 has POD_CTRL_V2")
+	}
+	if _, err := ForVersion("1.0"); err == nil {
+		t.Error("unknown version accepted")
+	}
+}
