@@ -143,3 +143,10 @@ func (s *System) coreOwner(i uint32) int32 {
 	}
 	return s.cores.owner[i]
 }
+
+// MarkedCores returns how many cores are reserved host-wide.
+func (s *System) MarkedCores() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cores.count
+}
