@@ -70,3 +70,28 @@ func TestHandlersNameRealCommands(t *testing.T) {
 		}
 	}
 }
+
+// The commands answered as unsupported are exactly those the README lists
+// as not emulated yet.
+func TestUnsupportedCommands(t *testing.T) {
+	want := map[string]bool{
+		"NEURON_IOCTL_BAR_READ": true, "NEURON_IOCTL_BAR_WRITE": true, "NEURON_IOCTL_POST_METRIC": true,
+		"NEURON_IOCTL_PROGRAM_ENGINE": true, "NEURON_IOCTL_PROGRAM_ENGINE_NC": true, "NEURON_IOCTL_PROGRAM_ENGINE_NC64": true,
+		"NEURON_IOCTL_DMA_ENG_SET_STATE": true, "NEURON_IOCTL_DMA_ENG_GET_STATE": true,
+		"NEURON_IOCTL_DMA_QUEUE_INIT": true, "NEURON_IOCTL_DMA_QUEUE_INIT_BATCH": true,
+		"NEURON_IOCTL_DMA_QUEUE_COPY_START": true, "NEURON_IOCTL_DMA_ACK_COMPLETED": true,
+		"NEURON_IOCTL_DMA_QUEUE_GET_STATE": true, "NEURON_IOCTL_DMA_COPY_DESCRIPTORS": true,
+		"NEURON_IOCTL_DMA_COPY_DESCRIPTORS64": true, "NEURON_IOCTL_DMA_DESCRIPTOR_COPYOUT": true,
+		"NEURON_IOCTL_NOTIFICATIONS_INIT_V1": true, "NEURON_IOCTL_NOTIFICATIONS_INIT_V2": true,
+		"NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2": true, "NEURON_IOCTL_READ_HW_COUNTERS": true,
+		"NEURON_IOCTL_H2T_DMA_ALLOC_QUEUES": true, "NEURON_IOCTL_H2T_DMA_FREE_QUEUES": true,
+		"NEURON_IOCTL_POWER_PROFILE": true,
+	}
+	tab := newTestSystem(t, "trn1.2xlarge").Table
+	for _, c := range tab.Commands() {
+		_, registered := handlers[c.Name]
+		if registered == want[c.Name] {
+			t.Errorf("%s: registered %v, but the README lists it as %s", c.Name, registered, map[bool]string{true: "not emulated", false: "emulated"}[want[c.Name]])
+		}
+	}
+}

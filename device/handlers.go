@@ -20,6 +20,7 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_NC_PID_STATE_DUMP":              ncPIDStateDump,
 	"NEURON_IOCTL_PRINTK":                         printk,
 	"NEURON_IOCTL_METRICS_CTRL":                   metricsCtrl,
+	"NEURON_IOCTL_RESOURCE_MMAP_INFO":             resourceMmapInfo,
 
 	// Core locks, reservation and init (crwl.go, reserve.go, cinit.go).
 	"NEURON_IOCTL_CRWL_READER_ENTER":         crwlReaderEnter,
@@ -51,6 +52,12 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_MEM_COPY64":                 memCopy,
 	"NEURON_IOCTL_MEMSET":                     memset,
 	"NEURON_IOCTL_MEMSET64":                   memset,
+	"NEURON_IOCTL_SEMAPHORE_READ":             semaphoreOp,
+	"NEURON_IOCTL_SEMAPHORE_WRITE":            semaphoreOp,
+	"NEURON_IOCTL_SEMAPHORE_INCREMENT":        semaphoreOp,
+	"NEURON_IOCTL_SEMAPHORE_DECREMENT":        semaphoreOp,
+	"NEURON_IOCTL_EVENT_GET":                  eventOp,
+	"NEURON_IOCTL_EVENT_SET":                  eventOp,
 	"NEURON_IOCTL_ACQUIRE_NEURON_DS":          acquireNeuronDS,
 	"NEURON_IOCTL_RELEASE_NEURON_DS":          releaseNeuronDS,
 	"NEURON_IOCTL_DMABUF_FD":                  dmabufFD,

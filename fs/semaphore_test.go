@@ -1,0 +1,63 @@
+package fs_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+func TestSemaphoresAndEvents(t *testing.T) {
+	dir, _ := testutil.Mount(t, "trn2.48xlarge")
+	fd := openDev(t, dir, 0, unix.O_RDWR)
+	sem := func(name string, cmd uint32, v ioctl.Semaphore, wantE unix.Errno) ioctl.Semaphore {
+		t.Helper()
+		r, e := testutil.Ioctl(fd, cmd, &v)
+		expectErrno(t, name, r, e, 0, wantE)
+		return v
+	}
+	sem("write", ioctl.CmdSemaphoreWrite, ioctl.Semaphore{NCID: 1, SemaphoreIndex: 7, Value: 10}, 0)
+	sem("increment", ioctl.CmdSemaphoreIncrement, ioctl.Semaphore{NCID: 1, SemaphoreIndex: 7, Value: 5}, 0)
+	sem("decrement", ioctl.CmdSemaphoreDecrement, ioctl.Semaphore{NCID: 1, SemaphoreIndex: 7, Value: 3}, 0)
+	if v := sem("read", ioctl.CmdSemaphoreRead, ioctl.Semaphore{NCID: 1, SemaphoreIndex: 7}, 0); v.Value != 12 {
+		t.Errorf("semaphore value %d, want 12", v.Value)
+	}
+	// The index is truncated to 16 bits first: 0x10007 is semaphore 7.
+	if v := sem("read 0x10007", ioctl.CmdSemaphoreRead, ioctl.Semaphore{NCID: 1, SemaphoreIndex: 0x10007}, 0); v.Value != 12 {
+		t.Errorf("truncated index read %d", v.Value)
+	}
+	sem("core 8", ioctl.CmdSemaphoreRead, ioctl.Semaphore{NCID: 8}, unix.E2BIG)
+	sem("index 256", ioctl.CmdSemaphoreRead, ioctl.Semaphore{NCID: 1, SemaphoreIndex: 256}, unix.EINVAL)
+
+	ev := func(name string, cmd uint32, v ioctl.Event, wantE unix.Errno) ioctl.Event {
+		t.Helper()
+		r, e := testutil.Ioctl(fd, cmd, &v)
+		expectErrno(t, name, r, e, 0, wantE)
+		return v
+	}
+	ev("event set", ioctl.CmdEventSet, ioctl.Event{NCID: 1, EventIndex: 3, Value: 1}, 0)
+	if v := ev("event get", ioctl.CmdEventGet, ioctl.Event{NCID: 1, EventIndex: 3}, 0); v.Value != 1 {
+		t.Errorf("event %d", v.Value)
+	}
+	ev("event 256 (one past the end, accepted)", ioctl.CmdEventGet, ioctl.Event{NCID: 1, EventIndex: 256}, 0)
+	ev("event 257", ioctl.CmdEventGet, ioctl.Event{NCID: 1, EventIndex: 257}, unix.EINVAL)
+
+	// The SEMAPHORE resource maps the live values.
+	res := ioctl.ResourceMmapInfo{Block: 0, BlockID: 1, Resource: 0}
+	r, e := testutil.Ioctl(fd, ioctl.CmdResourceMmapInfo, &res)
+	expectErrno(t, "RESOURCE_MMAP_INFO", r, e, 0, 0)
+	m, err := unix.Mmap(fd, int64(res.Offset), int(res.Size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	if got := binary.LittleEndian.Uint32(m[0x1000+4*7:]); got != 12 {
+		t.Errorf("mapped semaphore 7 reads %d, want 12", got)
+	}
+	if got := binary.LittleEndian.Uint32(m[4*3:]); got != 1 {
+		t.Errorf("mapped event 3 reads %d, want 1", got)
+	}
+}
