@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,8 +40,9 @@ type FS struct {
 	mountpoint string
 	rootFd     int // O_PATH of the root: reaches the tree even after a lazy unmount
 
-	behalfMu sync.Mutex
-	behalf   map[int32]int32 // daemon thread -> the task it opens a device for
+	behalfMu     sync.Mutex
+	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
+	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
 }
 
 // Options tune the mount.
@@ -153,10 +155,12 @@ func (f *FS) OpenFor(i int, flags int, tid int32) (int, error) {
 	self := int32(unix.Gettid())
 	f.behalfMu.Lock()
 	f.behalf[self] = tid
+	f.behalfActive.Add(1)
 	f.behalfMu.Unlock()
 	defer func() {
 		f.behalfMu.Lock()
 		delete(f.behalf, self)
+		f.behalfActive.Add(-1)
 		f.behalfMu.Unlock()
 	}()
 	return unix.Openat(f.rootFd, fmt.Sprintf("%s/neuron%d", DevDir, i), flags|unix.O_CLOEXEC, 0)
@@ -172,11 +176,13 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 		return device.Caller{}
 	}
 	tid := int32(c.Pid)
-	f.behalfMu.Lock()
-	if target, ok := f.behalf[tid]; ok {
-		tid = target
+	if f.behalfActive.Load() > 0 {
+		f.behalfMu.Lock()
+		if target, ok := f.behalf[tid]; ok {
+			tid = target
+		}
+		f.behalfMu.Unlock()
 	}
-	f.behalfMu.Unlock()
 	return device.Caller{
 		Tid:                tid,
 		Tgid:               f.tgids.lookup(tid),

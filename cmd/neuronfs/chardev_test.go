@@ -235,3 +235,38 @@ func TestRunCharacterDevicesPythonAndC(t *testing.T) {
 		t.Fatalf("C: %v %q", err, out)
 	}
 }
+
+// The filter is installed before CMD drops to the user and without
+// no_new_privs: setuid programs still gain their privileges, and children
+// of CMD still see the devices.
+func TestRunSetuidAndChildren(t *testing.T) {
+	testutil.RequireFUSE(t)
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Fatalf("a C compiler is needed for this test: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "neuronfs-setuid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "whoami")
+	if out, err := exec.Command(cc, "-o", bin, "testdata/whoami.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	if err := os.Chmod(bin, 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	cmd := neuronfs(t, "run", "--uid=65534", "--gid=65534", "--", bin)
+	if out, err := cmd.Output(); err != nil || string(out) != "65534 0\n" {
+		t.Fatalf("setuid program as nobody: %v %q, want \"65534 0\"", err, out)
+	}
+	// A grandchild (through sh) opens a device: without the inherited
+	// filter the open of the character node would fail with ENXIO.
+	script := `exec 3<>/dev/neuron0 && echo opened`
+	cmd = neuronfs(t, "run", "--instance=trn1.2xlarge", "--", "sh", "-c", "sh -c '"+script+"'")
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != "opened" {
+		t.Fatalf("grandchild: %v %q", err, out)
+	}
+}
