@@ -106,13 +106,9 @@ func memCopyAsync(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	sc, res1 := r.useChunk(src)
-	dc, res2 := r.useChunk(dst)
-	if res := firstError(res1, res2); res != 0 {
+	sc, dc, res := r.usePair(src, srcOff, dst, dstOff, size)
+	if res != 0 {
 		return res
-	}
-	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
-		return Errno(syscall.EINVAL)
 	}
 	next, ok := nextDMAContext(prev)
 	if !ok {

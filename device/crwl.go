@@ -53,7 +53,8 @@ func crwlArg(r *Request) (ioctl.CRWL, Result) {
 	return v, 0
 }
 
-func crwlReaderEnter(r *Request) Result {
+// onSlot runs op on the caller's crwl slot with the device locked.
+func onSlot(r *Request, op func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno) Result {
 	v, res := crwlArg(r)
 	if res != 0 {
 		return res
@@ -61,79 +62,69 @@ func crwlReaderEnter(r *Request) Result {
 	d := r.Dev()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := &d.crwl.slots[v.NCID]
-	if e := d.waitLocked(r.Ctx, crwlReaderWait, func() bool { return !s.writerAcquired }); e != 0 {
+	if e := op(d, &d.crwl.slots[v.NCID], v); e != 0 {
 		return Errno(e)
 	}
-	if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
-		return Errno(e)
-	}
-	s.readers++
-	d.notifyLocked()
 	return 0
+}
+
+func crwlReaderEnter(r *Request) Result {
+	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
+		if e := d.waitLocked(r.Ctx, crwlReaderWait, func() bool { return !s.writerAcquired }); e != 0 {
+			return e
+		}
+		if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
+			return e
+		}
+		s.readers++
+		d.notifyLocked()
+		return 0
+	})
 }
 
 func crwlReaderExit(r *Request) Result {
-	v, res := crwlArg(r)
-	if res != 0 {
-		return res
-	}
-	d := r.Dev()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := &d.crwl.slots[v.NCID]
-	if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
-		return Errno(e)
-	}
-	if s.readers == 0 {
-		return Errno(syscall.EINVAL)
-	}
-	s.readers--
-	d.notifyLocked()
-	return 0
+	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
+		if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
+			return e
+		}
+		if s.readers == 0 {
+			return syscall.EINVAL
+		}
+		s.readers--
+		d.notifyLocked()
+		return 0
+	})
 }
 
 func crwlWriterEnter(r *Request) Result {
-	v, res := crwlArg(r)
-	if res != 0 {
-		return res
-	}
-	d := r.Dev()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := &d.crwl.slots[v.NCID]
-	if e := d.waitLocked(r.Ctx, crwlWriterWait, func() bool { return !s.writerAcquired && s.readers == 0 }); e != 0 {
-		return Errno(e)
-	}
-	s.writerAcquired = true
-	d.notifyLocked()
-	// Another thread of this process already loaded this model.
-	if s.writerPID == r.Caller.Tgid && s.uuid == v.UUID {
-		return Errno(syscall.EALREADY)
-	}
-	s.writerPID, s.uuid = r.Caller.Tgid, v.UUID
-	return 0
+	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
+		if e := d.waitLocked(r.Ctx, crwlWriterWait, func() bool { return !s.writerAcquired && s.readers == 0 }); e != 0 {
+			return e
+		}
+		s.writerAcquired = true
+		d.notifyLocked()
+		// Another thread of this process already loaded this model.
+		if s.writerPID == r.Caller.Tgid && s.uuid == v.UUID {
+			return syscall.EALREADY
+		}
+		s.writerPID, s.uuid = r.Caller.Tgid, v.UUID
+		return 0
+	})
 }
 
 func crwlWriterDowngrade(r *Request) Result {
-	v, res := crwlArg(r)
-	if res != 0 {
-		return res
-	}
-	d := r.Dev()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := &d.crwl.slots[v.NCID]
-	if !s.writerAcquired {
-		return Errno(syscall.EINVAL)
-	}
-	if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
-		return Errno(e)
-	}
-	s.writerAcquired = false
-	s.readers = 1
-	d.notifyLocked()
-	return 0
+	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
+		if !s.writerAcquired {
+			return syscall.EINVAL
+		}
+		if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
+			return e
+		}
+		s.writerAcquired = false
+		s.readers = 1
+		d.notifyLocked()
+		return 0
+	})
 }
 
 // releaseCRWLLocked drops every lock tgid holds as writer (last flush).

@@ -315,14 +315,9 @@ func memBufCopy(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	c, res := r.useChunk(h)
+	c, res := r.useRange(h, off, size)
 	if res != 0 {
 		return res
-	}
-	if !c.InBounds(off, size) || off+size < off {
-		// The driver does not check the sum for overflow; a wrapped range
-		// would have it copy outside the chunk, which is refused here.
-		return Errno(syscall.EINVAL)
 	}
 	if c.Loc == mempool.LocDevice {
 		// The driver's device path counts the remaining bytes in 32 bits.
@@ -369,16 +364,11 @@ func memCopy(r *Request) Result {
 	default:
 		return Errno(syscall.EINVAL)
 	}
-	d := r.Dev()
-	sc, res1 := r.useChunk(src)
-	dc, res2 := r.useChunk(dst)
-	if res := firstError(res1, res2); res != 0 {
+	sc, dc, res := r.usePair(src, srcOff, dst, dstOff, size)
+	if res != 0 {
 		return res
 	}
-	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
-		return Errno(syscall.EINVAL)
-	}
-	return d.copyChunks(dc, dstOff, sc, srcOff, size)
+	return r.Dev().copyChunks(dc, dstOff, sc, srcOff, size)
 }
 
 // copyChunks copies between two chunks' memory (a DMA on the device).
@@ -419,12 +409,9 @@ func memset(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
-	c, res := r.useChunk(h)
+	c, res := r.useRange(h, off, size)
 	if res != 0 {
 		return res
-	}
-	if !c.InBounds(off, size) || off+size < off {
-		return Errno(syscall.EINVAL)
 	}
 	mem, done, err := d.chunkView(c, off, size)
 	if err != nil {

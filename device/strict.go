@@ -51,3 +51,32 @@ func (d *Device) forget(c *mempool.Chunk) {
 	delete(d.given, c)
 	d.mu.Unlock()
 }
+
+// useRange resolves a handle for an access to [off, off+size) of its
+// chunk: EINVAL for a bad handle or a range the driver's bounds check
+// refuses. The driver does not check off+size for overflow; a wrapped
+// range would reach outside the chunk and is refused here too.
+func (r *Request) useRange(h, off, size uint64) (*mempool.Chunk, Result) {
+	c, res := r.useChunk(h)
+	if res != 0 {
+		return nil, res
+	}
+	if !c.InBounds(off, size) || off+size < off {
+		return nil, Errno(syscall.EINVAL)
+	}
+	return c, 0
+}
+
+// usePair resolves the two chunks of a chunk-to-chunk copy; the driver
+// looks both up before it checks either range.
+func (r *Request) usePair(src, srcOff, dst, dstOff, size uint64) (sc, dc *mempool.Chunk, res Result) {
+	sc, res1 := r.useChunk(src)
+	dc, res2 := r.useChunk(dst)
+	if res := firstError(res1, res2); res != 0 {
+		return nil, nil, res
+	}
+	if !sc.InBounds(srcOff, size) || !dc.InBounds(dstOff, size) || srcOff+size < srcOff || dstOff+size < dstOff {
+		return nil, nil, Errno(syscall.EINVAL)
+	}
+	return sc, dc, 0
+}

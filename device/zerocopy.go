@@ -95,12 +95,9 @@ func memBufZeroCopy64(r *Request) Result {
 		return n
 	}
 	d := r.Dev()
-	c, res := r.useChunk(v.MemHandle)
+	c, res := r.useRange(v.MemHandle, v.Offset, v.Size)
 	if res != 0 {
 		return res
-	}
-	if !c.InBounds(v.Offset, v.Size) || v.Offset+v.Size < v.Offset {
-		return Errno(syscall.EINVAL)
 	}
 	if !accessOK(v.Buffer, v.Size) {
 		return Errno(syscall.EFAULT)
