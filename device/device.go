@@ -47,6 +47,8 @@ type Device struct {
 	scrubbing    [4]bool                           // per HBM channel: a scrub was started and not reaped
 	given        map[*mempool.Chunk]map[int32]bool // strict mode: processes handed a chunk's handle
 	ds           [datastoreSlots]datastoreSlot
+	nq           [maxCoreSlots][maxNQ]*mempool.Chunk // notification rings by core and queue id
+	tsNQ         [16][maxNQ]*mempool.Chunk           // and by TOP_SP
 	reset        resetEngine
 	metrics      metrics
 	crwl         crwlState

@@ -72,6 +72,7 @@ func (d *Device) startResetLocked(ncMap, id uint32) Result {
 		if ncMap == ncMapDevice || ncMap&(1<<c) != 0 {
 			d.cinit[c] = cinitInvalid
 			d.modelStarted[c] = 0
+			d.destroyNQsLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
 				d.metrics.Add(c, "other_info/reset_req_count", 1)
 			}

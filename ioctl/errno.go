@@ -10,7 +10,7 @@ const (
 	ENOTSUPP    syscall.Errno = 524 // shown here as EOPNOTSUPP
 )
 
-// ClampErrno maps an errno to one FUSE can deliver (1..511).
+// ClampErrno maps an errno to one FUSE can deliver (1..511, not ENOSYS).
 func ClampErrno(e syscall.Errno) syscall.Errno {
 	switch {
 	case e == 0:
@@ -19,6 +19,8 @@ func ClampErrno(e syscall.Errno) syscall.Errno {
 		return syscall.ENOTTY
 	case e == ENOTSUPP:
 		return syscall.EOPNOTSUPP
+	case e == syscall.ENOSYS:
+		return syscall.ENOTTY // FUSE rewrites an ioctl's ENOSYS so; say so here
 	case e >= 512:
 		return syscall.EIO
 	}

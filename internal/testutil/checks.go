@@ -342,6 +342,16 @@ func (c *checker) others() {
 	var nd ioctl.NotificationsDestroy
 	r, e = Ioctl(fd, ioctl.CmdNotificationsDestroyV1, &nd)
 	expect("NOTIFICATIONS_DESTROY_V1", r, e, 0)
+	nq := ioctl.NotificationsInitV2{NQType: 1, Size: 4096, OnHostMemory: 1}
+	r, e = Ioctl(fd, ioctl.CmdNotificationsInitV2, &nq)
+	expect("NOTIFICATIONS_INIT_V2", r, e, 0)
+	if e == 0 {
+		if ring, err := unix.Mmap(fd, int64(nq.MmapOffset), 4096, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+			c.fail("mmap notification ring at %#x: %v", nq.MmapOffset, err)
+		} else {
+			unix.Munmap(ring)
+		}
+	}
 	var qi ioctl.NotificationsQueueInfo
 	r, e = Ioctl(fd, ioctl.CmdNotificationsQueueInfo, &qi)
 	expect("NOTIFICATIONS_QUEUE_INFO", r, e, unix.EPERM)

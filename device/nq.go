@@ -1,0 +1,175 @@
+package device
+
+import (
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// Notification queues: per core (and per TOP_SP) up to 96 queues, id =
+// type*16 + engine, each a power-of-two ring of device lifespan that the
+// hardware writes and the runtime polls through a mapping. The rings are
+// allocated and kept as the driver keeps them (until the core is reset);
+// the emulated chip does not write notifications yet.
+
+const (
+	maxNQ          = 96 // MAX_NQ_SUPPORTED
+	nqPerType      = 16
+	nqDevTypeCore  = 0
+	nqDevTypeTopSP = 1
+	nqNoMmap       = ^uint64(0) // mmap_offset of a ring in device memory
+)
+
+// nqID is the driver's u8 arithmetic.
+func nqID(nqType uint32, engine uint8) uint8 { return uint8(nqType*nqPerType) + engine }
+
+// nqInit allocates (or reuses) the ring of queue (owner, type, engine) in
+// table, as nnq_init and ts_nq_init do. nc is the core the memory is
+// accounted to.
+func (d *Device) nqInit(r *Request, table *[maxNQ]*mempool.Chunk, nc uint32, engine uint8, nqType, size uint32, host bool, channel uint32, force bool) (*mempool.Chunk, Result) {
+	id := nqID(nqType, engine)
+	if id >= maxNQ {
+		return nil, Errno(syscall.EINVAL)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := table[id]
+	if c == nil || force {
+		req := mempool.AllocRequest{Size: uint64(size), Host: host, Channel: channel, NCID: nc, MemType: mempool.MemTypeNotificationDevice, Lifespan: mempool.LifespanDevice, PID: r.Caller.Tgid}
+		if host {
+			req.MemType = mempool.MemTypeNotificationHost
+		} else {
+			req.Align = uint64(size) // device rings are aligned to their size
+		}
+		fresh, err := d.pool.Alloc(req)
+		if err != nil {
+			return nil, errnoOf(err)
+		}
+		table[id] = fresh
+		if c != nil {
+			d.freeChunkLocked(c)
+		}
+		c = fresh
+	}
+	return c, 0
+}
+
+// freeChunkLocked is freeChunk for callers holding d.mu.
+func (d *Device) freeChunkLocked(c *mempool.Chunk) {
+	if d.pool.Free(c, 0) {
+		d.releasedLocked(c)
+	}
+}
+
+// nqTarget checks the queue's owner and picks its table and core.
+func (d *Device) nqTarget(devType, devID uint32, size uint32) (*[maxNQ]*mempool.Chunk, uint32, Result) {
+	if size&(size-1) != 0 {
+		return nil, 0, Errno(syscall.EINVAL) // rings are powers of two
+	}
+	a := d.sys.Arch
+	switch devType {
+	case nqDevTypeCore:
+		nc := uint32(uint8(devID))
+		if nc >= uint32(a.CoresPerDevice) || a.ActiveCoreMap&(1<<nc) == 0 {
+			return nil, 0, Errno(syscall.EINVAL)
+		}
+		return &d.nq[nc], nc, 0
+	case nqDevTypeTopSP:
+		ts := uint32(uint8(devID))
+		if ts >= uint32(a.TopSPsPerDevice) {
+			return nil, 0, Errno(syscall.EINVAL)
+		}
+		return &d.tsNQ[ts], ts / uint32(a.TopSPsPerDevice/a.CoresPerDevice), 0
+	}
+	return nil, 0, Errno(syscall.ENOSYS)
+}
+
+func nqMmapOffset(c *mempool.Chunk) uint64 {
+	if c.Loc == mempool.LocHost {
+		return c.PA
+	}
+	return nqNoMmap
+}
+
+// notificationsInit serves NOTIFICATIONS_INIT_V2 and _WITH_REALLOC_V2.
+func notificationsInit(r *Request) Result {
+	var devType, devID, nqType, engine, size, host, channel uint32
+	var force bool
+	var v2 ioctl.NotificationsInitV2
+	var vr ioctl.NotificationsInitWithReallocV2
+	if r.Cmd == ioctl.CmdNotificationsInitV2 {
+		if n := copyIn(r, r.Arg, &v2); n != 0 {
+			return n
+		}
+		devType, devID, nqType, engine, size, host, channel = v2.NQDevType, v2.NQDevID, v2.NQType, v2.EngineIndex, v2.Size, v2.OnHostMemory, v2.DramChannel
+	} else {
+		if n := copyIn(r, r.Arg, &vr); n != 0 {
+			return n
+		}
+		devType, devID, nqType, engine, size, host, channel = vr.NQDevType, vr.NQDevID, vr.NQType, vr.EngineIndex, vr.Size, vr.OnHostMemory, vr.DramChannel
+		force = vr.ForceAllocMem != 0
+	}
+	d := r.Dev()
+	table, nc, res := d.nqTarget(devType, devID, size)
+	if res != 0 {
+		return res
+	}
+	c, res := d.nqInit(r, table, nc, uint8(engine), nqType, size, host != 0, channel, force)
+	if res != 0 {
+		return res
+	}
+	h, err := d.pool.Handle(c)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if r.Cmd == ioctl.CmdNotificationsInitV2 {
+		v2.MmapOffset, v2.MemHandle = nqMmapOffset(c), h
+		return copyOut(r, r.Arg, &v2)
+	}
+	vr.MmapOffset, vr.MemHandle = nqMmapOffset(c), h
+	return copyOut(r, r.Arg, &vr)
+}
+
+// notificationsInitV1: cores only, host memory only, no handle.
+func notificationsInitV1(r *Request) Result {
+	var v ioctl.NotificationsInitV1
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	table, nc, res := d.nqTarget(nqDevTypeCore, v.NCID, v.Size)
+	if res != 0 {
+		return res
+	}
+	c, res := d.nqInit(r, table, nc, uint8(v.EngineIndex), v.NQType, v.Size, true, 0, false)
+	if res != 0 {
+		return res
+	}
+	v.MmapOffset = nqMmapOffset(c)
+	return copyOut(r, r.Arg, &v)
+}
+
+// destroyNQsLocked halts and frees a core's queues and its TOP_SPs' (at
+// reset).
+func (d *Device) destroyNQsLocked(nc int) {
+	a := d.sys.Arch
+	if nc >= a.CoresPerDevice {
+		return
+	}
+	for i, c := range d.nq[nc] {
+		if c != nil {
+			d.freeChunkLocked(c)
+			d.nq[nc][i] = nil
+		}
+	}
+	per := a.TopSPsPerDevice / a.CoresPerDevice
+	for ts := nc * per; ts < (nc+1)*per; ts++ {
+		for i, c := range d.tsNQ[ts] {
+			if c != nil {
+				d.freeChunkLocked(c)
+				d.tsNQ[ts][i] = nil
+			}
+		}
+	}
+}
