@@ -38,7 +38,8 @@ type FS struct {
 	// mounted stamps every inode, as sysfs stamps its files at creation.
 	mounted    time.Time
 	mountpoint string
-	rootFd     int // O_PATH of the root: reaches the tree even after a lazy unmount
+	rootFd     int    // O_PATH of the root: reaches the tree even after a lazy unmount
+	connDev    uint64 // kernel dev_t of the connection, for fusectl
 
 	behalfMu     sync.Mutex
 	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
@@ -96,6 +97,10 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	if f.rootFd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		f.Unmount()
 		return nil, fmt.Errorf("fs: %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(f.rootFd, &st) == nil {
+		f.connDev = KernelDev(uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev)))
 	}
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {

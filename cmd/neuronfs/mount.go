@@ -61,6 +61,7 @@ func cmdMount(args []string) int {
 		log.Info("unmounted from outside")
 	}
 	reaper.stop()
+	defer abortOnExit(fsys, log)
 	if err := fsys.Unmount(); err != nil {
 		select {
 		case <-done:

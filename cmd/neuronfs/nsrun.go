@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/internal/chardev"
 )
 
@@ -43,8 +46,11 @@ func cmdNsRun(args []string) int {
 		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		}
-		return runForwardingSignals(cmd, 127)
+		status := runForwardingSignals(cmd, 127)
+		abortOnExit(fsys, log)
+		return status
 	}
+	defer abortOnExit(fsys, log)
 
 	// CMD starts through the exec helper, which installs the seccomp
 	// filter, hands its listener back over a socket, drops to the user
@@ -81,7 +87,9 @@ func cmdNsRun(args []string) int {
 		nodes = append(nodes, "/dev/"+d.Name())
 		fuseNodes = append(fuseNodes, fsys.DevicePath(d.Index))
 	}
+	served := make(chan struct{})
 	go func() {
+		defer close(served)
 		err := chardev.Serve(chardev.Config{
 			Listener:  listener,
 			Major:     sys.Major,
@@ -94,7 +102,23 @@ func cmdNsRun(args []string) int {
 			log.WithError(err).Error("seccomp supervisor stopped")
 		}
 	}()
-	return wait()
+	status := wait()
+	// Let the supervisor finish what it is doing (an on-behalf open ends
+	// with a close on the mount); a daemonized grandchild may keep it busy
+	// for good, so not forever.
+	select {
+	case <-served:
+	case <-time.After(time.Second):
+	}
+	return status
+}
+
+// abortOnExit ends the FUSE connection before the process exits, so no
+// daemon thread stays waiting on its own mount (see fs.FS.Abort).
+func abortOnExit(fsys *fs.FS, log *logrus.Entry) {
+	if err := fsys.Abort(); err != nil {
+		log.WithError(err).Warn("cannot abort the FUSE connection at exit")
+	}
 }
 
 // receiveFD reads one descriptor passed with SCM_RIGHTS.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/fs"
 )
 
 // reapCmd is the hidden command of the reaper: a small child process that
@@ -101,7 +103,7 @@ func cmdReap(args []string) int {
 	// A daemon killed while it was its own client (go-fuse polls a file
 	// of its own mount once at start) leaves a thread waiting for an
 	// answer only it could give; aborting the connection ends that wait.
-	if err := abortFuseConnection(dev); err != nil {
+	if err := fs.AbortConnection(dev); err != nil {
 		fmt.Fprintf(os.Stderr, "neuronfs reaper: %v\n", err)
 	}
 	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
@@ -130,30 +132,9 @@ func neuronfsMount(mnt string) (dev uint64, ok bool) {
 					return 0, false
 				}
 				// fusectl names a connection by the kernel's dev_t.
-				return major<<20 | minor, true
+				return fs.KernelDev(major, minor), true
 			}
 		}
 	}
 	return 0, false
-}
-
-const (
-	fusectlDir        = "/sys/fs/fuse/connections"
-	fusectlSuperMagic = 0x65735543
-)
-
-// abortFuseConnection aborts FUSE connection dev through fusectl,
-// mounting fusectl first if the host has not.
-func abortFuseConnection(dev uint64) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(fusectlDir, &st); err != nil || st.Type != fusectlSuperMagic {
-		if err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, ""); err != nil {
-			return fmt.Errorf("mount fusectl: %w", err)
-		}
-	}
-	path := fmt.Sprintf("%s/%d/abort", fusectlDir, dev)
-	if err := os.WriteFile(path, []byte("1"), 0); err != nil {
-		return fmt.Errorf("abort fuse connection: %w", err)
-	}
-	return nil
 }
