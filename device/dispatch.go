@@ -106,8 +106,7 @@ func (s *System) serve(r *Request) Result {
 }
 
 // unsupported answers commands whose facility is not emulated yet the way
-// the driver answers a request it does not support (-ENOTSUPP, delivered
-// as EOPNOTSUPP).
+// the driver answers a request it does not support (-ENOTSUPP, errno 524).
 func unsupported(r *Request) Result { return Errno(ioctl.ENOTSUPP) }
 
 // unsupportedFamily is unsupported for an _IOC_NR family: a command value

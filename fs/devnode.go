@@ -62,7 +62,7 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 		req.In = input
 	}
 	res := n.fsys.sys.Ioctl(req)
-	if res < 0 {
+	if res < 0 && !ioctl.InResult(syscall.Errno(-res)) {
 		return 0, ioctl.ClampErrno(syscall.Errno(-res))
 	}
 	// After the reply the kernel copies `output` over the caller's first
@@ -77,7 +77,7 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 			return 0, syscall.EFAULT // the kernel's own copy-out would fault too
 		}
 	}
-	return int32(res), 0
+	return int32(res), 0 // a negative result is an errno (see ioctl.InResult)
 }
 
 // devFile is one open file description of a device node.

@@ -10,6 +10,13 @@ const (
 	ENOTSUPP    syscall.Errno = 524 // shown here as EOPNOTSUPP
 )
 
+// InResult reports whether an ioctl's errno travels in the reply's result
+// field instead of its error header. The header only carries errnos below
+// 512; the result is returned by the syscall as is, so user space sees the
+// driver's ENOTSUPP (524) unchanged and the VFS turns ENOIOCTLCMD into
+// ENOTTY, exactly as for the real driver.
+func InResult(e syscall.Errno) bool { return e == ENOTSUPP || e == ENOIOCTLCMD }
+
 // ClampErrno maps an errno to one FUSE can deliver (1..511, not ENOSYS).
 func ClampErrno(e syscall.Errno) syscall.Errno {
 	switch {

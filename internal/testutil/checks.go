@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -236,7 +235,7 @@ func (c *checker) device(i int) {
 	defer unix.Munmap(hdr)
 	l2p.Map = uint64(addrOf(hdr))
 	if c.inst.Product.Arch == dhal.V2 {
-		call(c, fd, i, "GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, syscall.EOPNOTSUPP)
+		call(c, fd, i, "GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, ioctl.ENOTSUPP)
 		return
 	}
 	call(c, fd, i, "GET_LOGICAL_TO_PHYSICAL_NC_MAP", ioctl.CmdGetLogicalToPhysicalNCMap, &l2p, 0)
@@ -366,7 +365,7 @@ func (c *checker) others() {
 	}
 	var di ioctl.DeviceDriverInfo
 	r, e = Ioctl(fd, ioctl.CmdDriverInfoSet, &di)
-	expect("DRIVER_INFO_SET", r, e, unix.EOPNOTSUPP)
+	expect("DRIVER_INFO_SET", r, e, ioctl.ENOTSUPP)
 
 	// The free-access lane.
 	wo, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
