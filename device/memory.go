@@ -63,6 +63,13 @@ func (d *Device) freeChunk(c *mempool.Chunk, caller int32) {
 	}
 }
 
+// freeChunkLocked is freeChunk for callers holding d.mu.
+func (d *Device) freeChunkLocked(c *mempool.Chunk) {
+	if d.pool.Free(c, 0) {
+		d.releasedLocked(c)
+	}
+}
+
 // released returns a freed chunk's memory to the host.
 func (d *Device) released(c *mempool.Chunk) {
 	d.forget(c)

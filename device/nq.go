@@ -24,42 +24,43 @@ const (
 // nqID is the driver's u8 arithmetic.
 func nqID(nqType uint32, engine uint8) uint8 { return uint8(nqType*nqPerType) + engine }
 
-// nqInit allocates (or reuses) the ring of queue (owner, type, engine) in
-// table, as nnq_init and ts_nq_init do. nc is the core the memory is
-// accounted to.
-func (d *Device) nqInit(r *Request, table *[maxNQ]*mempool.Chunk, nc uint32, engine uint8, nqType, size uint32, host bool, channel uint32, force bool) (*mempool.Chunk, Result) {
-	id := nqID(nqType, engine)
+// nqSpec is one init request, whichever command carried it.
+type nqSpec struct {
+	devType, devID, nqType, engine, size, channel uint32
+	host, force                                   bool
+}
+
+// initNQ allocates (or reuses) the ring of the queue spec names, as
+// nnq_init and ts_nq_init do.
+func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
+	table, nc, res := d.nqTarget(s.devType, s.devID, s.size)
+	if res != 0 {
+		return nil, res
+	}
+	id := nqID(s.nqType, uint8(s.engine))
 	if id >= maxNQ {
 		return nil, Errno(syscall.EINVAL)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := table[id]
-	if c == nil || force {
-		req := mempool.AllocRequest{Size: uint64(size), Host: host, Channel: channel, NCID: nc, MemType: mempool.MemTypeNotificationDevice, Lifespan: mempool.LifespanDevice, PID: r.Caller.Tgid}
-		if host {
-			req.MemType = mempool.MemTypeNotificationHost
-		} else {
-			req.Align = uint64(size) // device rings are aligned to their size
-		}
-		fresh, err := d.pool.Alloc(req)
-		if err != nil {
-			return nil, errnoOf(err)
-		}
-		table[id] = fresh
-		if c != nil {
-			d.freeChunkLocked(c)
-		}
-		c = fresh
+	if c != nil && !s.force {
+		return c, 0 // the driver reuses the ring as is, whatever size is asked
 	}
-	return c, 0
-}
-
-// freeChunkLocked is freeChunk for callers holding d.mu.
-func (d *Device) freeChunkLocked(c *mempool.Chunk) {
-	if d.pool.Free(c, 0) {
-		d.releasedLocked(c)
+	req := mempool.AllocRequest{Size: uint64(s.size), Host: s.host, Channel: s.channel, NCID: nc, MemType: mempool.MemTypeNotificationHost, Lifespan: mempool.LifespanDevice, PID: r.Caller.Tgid}
+	if !s.host {
+		req.MemType = mempool.MemTypeNotificationDevice
+		req.Align = uint64(s.size) // device rings are aligned to their size
 	}
+	fresh, err := d.pool.Alloc(req)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	table[id] = fresh
+	if c != nil {
+		d.freeChunkLocked(c)
+	}
+	return fresh, 0
 }
 
 // nqTarget checks the queue's owner and picks its table and core.
@@ -94,28 +95,22 @@ func nqMmapOffset(c *mempool.Chunk) uint64 {
 
 // notificationsInit serves NOTIFICATIONS_INIT_V2 and _WITH_REALLOC_V2.
 func notificationsInit(r *Request) Result {
-	var devType, devID, nqType, engine, size, host, channel uint32
-	var force bool
 	var v2 ioctl.NotificationsInitV2
 	var vr ioctl.NotificationsInitWithReallocV2
+	var s nqSpec
 	if r.Cmd == ioctl.CmdNotificationsInitV2 {
 		if n := copyIn(r, r.Arg, &v2); n != 0 {
 			return n
 		}
-		devType, devID, nqType, engine, size, host, channel = v2.NQDevType, v2.NQDevID, v2.NQType, v2.EngineIndex, v2.Size, v2.OnHostMemory, v2.DramChannel
+		s = nqSpec{v2.NQDevType, v2.NQDevID, v2.NQType, v2.EngineIndex, v2.Size, v2.DramChannel, v2.OnHostMemory != 0, false}
 	} else {
 		if n := copyIn(r, r.Arg, &vr); n != 0 {
 			return n
 		}
-		devType, devID, nqType, engine, size, host, channel = vr.NQDevType, vr.NQDevID, vr.NQType, vr.EngineIndex, vr.Size, vr.OnHostMemory, vr.DramChannel
-		force = vr.ForceAllocMem != 0
+		s = nqSpec{vr.NQDevType, vr.NQDevID, vr.NQType, vr.EngineIndex, vr.Size, vr.DramChannel, vr.OnHostMemory != 0, vr.ForceAllocMem != 0}
 	}
 	d := r.Dev()
-	table, nc, res := d.nqTarget(devType, devID, size)
-	if res != 0 {
-		return res
-	}
-	c, res := d.nqInit(r, table, nc, uint8(engine), nqType, size, host != 0, channel, force)
+	c, res := d.initNQ(r, s)
 	if res != 0 {
 		return res
 	}
@@ -137,12 +132,7 @@ func notificationsInitV1(r *Request) Result {
 	if n := copyIn(r, r.Arg, &v); n != 0 {
 		return n
 	}
-	d := r.Dev()
-	table, nc, res := d.nqTarget(nqDevTypeCore, v.NCID, v.Size)
-	if res != 0 {
-		return res
-	}
-	c, res := d.nqInit(r, table, nc, uint8(v.EngineIndex), v.NQType, v.Size, true, 0, false)
+	c, res := r.Dev().initNQ(r, nqSpec{devType: nqDevTypeCore, devID: v.NCID, nqType: v.NQType, engine: v.EngineIndex, size: v.Size, host: true})
 	if res != 0 {
 		return res
 	}
