@@ -1,6 +1,8 @@
 package device
 
 import (
+	"encoding/binary"
+	"slices"
 	"syscall"
 
 	"github.com/neuronfs/neuronfs/dhal"
@@ -24,15 +26,9 @@ func (s *System) podless() bool {
 }
 
 func podInfo(r *Request) Result {
-	if r.Cmd != ioctl.CmdPodInfo {
-		return Errno(syscall.EINVAL)
-	}
 	var v ioctl.PodInfo
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	if int(v.Sz) != ioctl.Sizeof[ioctl.PodInfo]() {
-		return Errno(syscall.EINVAL)
+	if _, res := copyInPodVariant(r, ioctl.Bytes(&v), ioctl.CmdPodInfo); res != 0 {
+		return res
 	}
 	if !r.Sys().podless() {
 		return unsupported(r)
@@ -41,23 +37,29 @@ func podInfo(r *Request) Result {
 	return copyOut(r, r.Arg, &v)
 }
 
+// copyInPodVariant reads the variant of a pod struct that the command
+// selects (its _IOC_SIZE leading bytes of full, the largest variant) and
+// checks the struct's own leading size field against it, as the driver
+// does for every pod command.
+func copyInPodVariant(r *Request, full []byte, variants ...uint32) (int, Result) {
+	if !slices.Contains(variants, r.Cmd) {
+		return 0, Errno(syscall.EINVAL)
+	}
+	size := int(ioctl.Size(r.Cmd))
+	if n, _ := r.Mem.ReadAt(full[:size], r.Arg); n < size {
+		return 0, notCopied(size, n)
+	}
+	if int(binary.LittleEndian.Uint16(full)) != size {
+		return 0, Errno(syscall.EINVAL)
+	}
+	return size, 0
+}
+
 func podStatus(r *Request) Result {
-	var size int
-	switch r.Cmd {
-	case ioctl.CmdPodStatus:
-		size = ioctl.Sizeof[ioctl.PodStatus]()
-	case ioctl.CmdPodStatusV2:
-		size = ioctl.Sizeof[ioctl.PodStatusV2]()
-	default:
-		return Errno(syscall.EINVAL)
-	}
 	var v ioctl.PodStatusV2
-	buf := ioctl.Bytes(&v)[:size]
-	if n, _ := r.Mem.ReadAt(buf, r.Arg); n < size {
-		return notCopied(size, n)
-	}
-	if int(v.V1.Sz) != size {
-		return Errno(syscall.EINVAL)
+	size, res := copyInPodVariant(r, ioctl.Bytes(&v), ioctl.CmdPodStatus, ioctl.CmdPodStatusV2)
+	if res != 0 {
+		return res
 	}
 	if !r.Sys().podless() {
 		return unsupported(r)
@@ -71,23 +73,12 @@ func podStatus(r *Request) Result {
 }
 
 func podCtrl(r *Request) Result {
-	var size int
-	switch r.Cmd {
-	case ioctl.CmdPodCtrl:
-		size = ioctl.Sizeof[ioctl.PodCtrl]()
-	case ioctl.CmdPodCtrlV2:
-		size = ioctl.Sizeof[ioctl.PodCtrlV2]()
-	default:
-		return Errno(syscall.EINVAL)
-	}
 	var v ioctl.PodCtrlV2
+	size, res := copyInPodVariant(r, ioctl.Bytes(&v), ioctl.CmdPodCtrl, ioctl.CmdPodCtrlV2)
+	if res != 0 {
+		return res
+	}
 	buf := ioctl.Bytes(&v)[:size]
-	if n, _ := r.Mem.ReadAt(buf, r.Arg); n < size {
-		return notCopied(size, n)
-	}
-	if int(v.V1.Sz) != size {
-		return Errno(syscall.EINVAL)
-	}
 	s := r.Sys()
 	switch {
 	case s.Arch.Arch == dhal.V2:
