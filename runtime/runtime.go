@@ -5,7 +5,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,6 +78,3 @@ func (e *Error) Unwrap() error {
 	}
 	return e.Errno
 }
-
-// IsErrno reports whether err is an ioctl failure with errno e.
-func IsErrno(err error, e syscall.Errno) bool { return errors.Is(err, e) }

@@ -34,6 +34,9 @@ func TestDiscoveryAndReservation(t *testing.T) {
 	if min, max, err := d.CompatibleVersion(); err != nil || min != 10 || max != 11 {
 		t.Fatalf("compatible version %d..%d %v", min, max, err)
 	}
+	if di, err := d.DriverInfo(); err != nil || di.Architecture != bi.Architecture || di.Size != 24 || di.FeatureFlags1 != sys.Table.Features {
+		t.Fatalf("driver info %+v %v", di, err)
+	}
 	addr, err := d.PCIAddress()
 	b := sys.Instance.BDFs[3]
 	if err != nil || addr != b.String() {
