@@ -92,9 +92,23 @@ func cmdReap(args []string) int {
 		ready.Close()
 	}
 	// The daemon may already be gone if it died during our start.
-	if os.Getppid() == 1 {
+	daemon := os.Getppid()
+	if daemon == 1 {
 		sigs <- syscall.SIGTERM
 	}
+	// The death signal comes only after the dying daemon has closed its
+	// files, and closing a file of its own mount can wait forever for an
+	// answer only it could give. So also watch for the daemon's leader
+	// becoming a zombie: its serving threads are gone then.
+	go func() {
+		for !daemonExiting(daemon) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		select {
+		case sigs <- syscall.SIGTERM:
+		default:
+		}
+	}()
 	<-sigs
 	dev, ok := neuronfsMount(mnt)
 	if !ok {
@@ -111,6 +125,25 @@ func cmdReap(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// daemonExiting reports whether process pid is gone, a zombie, or no
+// longer this process's parent.
+func daemonExiting(pid int) bool {
+	if os.Getppid() != pid {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which may itself hold ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 || i+2 >= len(stat) {
+		return true
+	}
+	state := stat[i+2]
+	return state == 'Z' || state == 'X'
 }
 
 // neuronfsMount reports whether a neuronfs FUSE mount sits at mnt (so the
