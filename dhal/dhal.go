@@ -106,8 +106,15 @@ type ArchFacts struct {
 	HBMSize               uint64   // active bytes per channel
 	BAR4ChannelStride     uint64   // BAR4 offset of channel k is k*stride (V2: channel 1 at 0x400000000)
 	HostBase              uint64   // pci_host_base: OR'ed into host physical addresses
-	MiscRAMBar0           uint64   // FW-IO misc RAM offset inside BAR0
-	MiscRAMDevice         uint64   // the same block as a device address
+	// HostRouteMask selects the PCIe-route bits of an address; an address
+	// is a host address when those bits equal HostBase (V2 looks at five
+	// bits, V3/V4 at bit 46 alone).
+	HostRouteMask uint64
+	// RingIDErrorsMasked: V3/V4 mask the UDMA ring-id mismatch error at
+	// engine init, so a descriptor with a stale ring id is executed anyway.
+	RingIDErrorsMasked bool
+	MiscRAMBar0        uint64 // FW-IO misc RAM offset inside BAR0
+	MiscRAMDevice      uint64 // the same block as a device address
 	// BAR0Size is not read by the driver; it is the smallest power of two
 	// covering every register block the driver touches (V2: the APB block at
 	// 0x30000000 ends below 1 GiB; V3/V4: the TOP_SP windows end at 0xf4800000).
@@ -120,6 +127,7 @@ type ArchFacts struct {
 	PodLinkEngines [2][2]int
 
 	tpbBase     uint64   // BAR0 offset of core 0's TPB window; cores follow at TPBWindowSize
+	nxEngines   []int    // engine%16 values whose queue NXQueue belongs to the NX and survives process exit
 	h2tEngine   []int    // per core
 	h2tQueue    []int    // per core
 	coreNQ      []uint64 // per core NOTIFIC block in BAR0
@@ -169,6 +177,26 @@ func (f *ArchFacts) H2TEngine(core int) int { return pick(f.h2tEngine, core, -1)
 // H2TDefaultQueue returns core's default queue on its h2t engine (-1 if out
 // of range). On V3/V4 two cores share one engine and take queues 0 and 1.
 func (f *ArchFacts) H2TDefaultQueue(core int) int { return pick(f.h2tQueue, core, -1) }
+
+// NXQueue is the queue the NX owns on the engines listed in nxEngines.
+const NXQueue = 14
+
+// IsNXQueue reports whether (eng, q) belongs to the NX: the driver leaves
+// such queues alone when their owner exits.
+func (f *ArchFacts) IsNXQueue(eng, q int) bool {
+	if q != NXQueue {
+		return false
+	}
+	for _, e := range f.nxEngines {
+		if eng%16 == e {
+			return true
+		}
+	}
+	return false
+}
+
+// IsHostAddress reports whether a DMA address routes to host memory.
+func (f *ArchFacts) IsHostAddress(pa uint64) bool { return pa&f.HostRouteMask == f.HostBase }
 
 // NotificationBlock returns the BAR0 offset of core's NOTIFIC block.
 func (f *ArchFacts) NotificationBlock(core int) uint64 {

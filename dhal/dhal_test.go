@@ -202,3 +202,34 @@ func TestBDFString(t *testing.T) {
 		t.Errorf("got %q", s)
 	}
 }
+
+func TestDMARouting(t *testing.T) {
+	cases := []struct {
+		arch       Arch
+		pa         uint64
+		host       bool
+		eng, queue int
+		nx         bool
+	}{
+		{V2, 0x100000001000, true, 0, 14, true},
+		{V2, 0x1100000001000, false, 10, 14, true}, // other route bits set: not host on V2
+		{V2, 0x1000000000, false, 11, 14, false},
+		{V2, 0x0, false, 16, 13, false},
+		{V3, 0x400000001000, true, 7, 14, true},
+		{V3, 0x4400000001000, true, 5, 14, false}, // V3 looks at bit 46 only
+		{V3, 0x804000000000, false, 24, 14, true},
+		{V4, 0x400000000000, true, 127, 14, false},
+	}
+	for _, c := range cases {
+		f, err := Facts(c.arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.IsHostAddress(c.pa); got != c.host {
+			t.Errorf("%v IsHostAddress(%#x) = %v, want %v", c.arch, c.pa, got, c.host)
+		}
+		if got := f.IsNXQueue(c.eng, c.queue); got != c.nx {
+			t.Errorf("%v IsNXQueue(%d, %d) = %v, want %v", c.arch, c.eng, c.queue, got, c.nx)
+		}
+	}
+}

@@ -39,6 +39,7 @@ func v2Facts() ArchFacts {
 		HBMSize:               0x400000000, // 16 GiB
 		BAR4ChannelStride:     0x400000000, // channels are packed back to back in BAR4
 		HostBase:              0x100000000000,
+		HostRouteMask:         0x1f00000000000,
 		MiscRAMBar0:           0x30fa0000,
 		MiscRAMDevice:         0xffff0fa0000,
 		BAR0Size:              0x40000000,
@@ -47,6 +48,7 @@ func v2Facts() ArchFacts {
 		ResetInitiateMaxWait:  120 * time.Second,
 
 		tpbBase:     0x0,
+		nxEngines:   []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
 		h2tEngine:   []int{32, 33}, // core 0 uses D2H, core 1 uses H2D
 		h2tQueue:    []int{0, 0},
 		coreNQ:      []uint64{0x30535000, 0x30c35000},

@@ -29,6 +29,8 @@ func v3Facts() ArchFacts {
 		HBMSize:               0x600000000, // 24 GiB active in a 64 GiB window
 		BAR4ChannelStride:     0x1000000000,
 		HostBase:              0x400000000000,
+		HostRouteMask:         0x400000000000,
+		RingIDErrorsMasked:    true,
 		MiscRAMBar0:           0x6c84000,
 		MiscRAMDevice:         0x8006c84000,
 		BAR0Size:              0x100000000,
@@ -37,7 +39,8 @@ func v3Facts() ArchFacts {
 		ResetInitiateMaxWait:  480 * time.Second,
 		PodLinkEngines:        [2][2]int{{36, 68}, {4, 100}},
 
-		tpbBase: 0xd0000000,
+		tpbBase:   0xd0000000,
+		nxEngines: []int{0, 1, 2, 3, 4, 7, 8},
 		// One h2t engine per SENG (D2H_0, H2D_0, D2H_1, H2D_1), shared by
 		// the SENG's two cores: the even core takes queue 0, the odd queue 1.
 		h2tEngine: []int{128, 128, 129, 129, 130, 130, 131, 131},

@@ -1,0 +1,301 @@
+package dma
+
+import (
+	"context"
+	"sync"
+	"syscall"
+)
+
+// Queues per engine and ring limits, identical on every architecture.
+const (
+	QueuesPerEngine = 16
+	MinRingDescs    = 32
+	MaxRingDescs    = 16777200
+	RingAlign       = 256 // ring start and end, in bytes
+	ringSizeStep    = RingAlign / DescSize
+)
+
+// Memory is the physical address space an engine reads and writes.
+type Memory interface {
+	// Slice returns [pa, pa+n) as bytes the engine may read and write, or
+	// false when no memory answers at those addresses.
+	Slice(pa, n uint64) ([]byte, bool)
+}
+
+// State is an engine direction's state as DMA_ENG_GET_STATE reports it
+// (the driver's enum udma_state).
+type State uint32
+
+const (
+	StateDisable State = 0
+	StateIdle    State = 1
+	StateNormal  State = 2
+	StateAbort   State = 3
+)
+
+// QueueStatus is the driver's software status of a queue.
+type QueueStatus uint32
+
+const (
+	QueueDisabled QueueStatus = 1
+	QueueEnabled  QueueStatus = 2
+	QueueAborted  QueueStatus = 3
+)
+
+// Bits of the emulated per-queue status register: why a queue stopped.
+const (
+	StatusReadError   = 1 << 0 // a descriptor, or the data it names, could not be read
+	StatusWriteError  = 1 << 1 // the destination could not be written
+	StatusRingIDError = 1 << 2 // a descriptor carried the wrong ring id
+)
+
+// Dir selects one side of a queue.
+type Dir int
+
+const (
+	TX Dir = 0 // M2S: reads the source
+	RX Dir = 1 // S2M: writes the destination
+)
+
+// RingSpec is what QUEUE_INIT programs into one side of a queue.
+type RingSpec struct {
+	Base uint64 // physical address of the first descriptor
+	Size uint32 // descriptors
+}
+
+// ring is one side of a queue as the hardware tracks it.
+type ring struct {
+	RingSpec
+	head    uint32 // next descriptor to execute
+	pending uint32 // descriptors made available and not yet executed
+	ringID  uint8  // ring id the descriptor at head must carry
+	off     uint64 // bytes of the descriptor at head already moved
+	cur     Desc   // the descriptor at head, once fetched
+	fetched bool
+	done    uint64 // descriptors completed since the queue was reset
+}
+
+func (r *ring) tail() uint32 {
+	if r.Size == 0 {
+		return 0
+	}
+	return (r.head + r.pending) % r.Size
+}
+
+// complete retires the descriptor at head.
+func (r *ring) complete() {
+	r.off = 0
+	r.fetched = false
+	r.pending--
+	r.done++
+	r.head++
+	if r.head == r.Size {
+		r.head = 0
+		r.ringID = (r.ringID + 1) & 3
+	}
+}
+
+// Queue is one of an engine's sixteen queues.
+type Queue struct {
+	tx, rx   ring
+	status   QueueStatus
+	hwStatus uint32
+	gen      uint64 // bumped at every reset, so a worker drops stale progress
+	running  bool
+	idle     chan struct{} // closed when the worker stops; nil while none runs
+}
+
+// Options are the architecture facts an engine needs.
+type Options struct {
+	// RingIDErrorsMasked lets a descriptor with the wrong ring id run.
+	RingIDErrorsMasked bool
+	// OnError is called (without locks held) when a queue stops on an error.
+	OnError func(eng, qid int, status uint32)
+}
+
+// Engine is one UDMA engine.
+type Engine struct {
+	ID   int
+	mem  Memory
+	opts Options
+
+	mu     sync.Mutex
+	states [2]State // programmed state per direction
+	q      [QueuesPerEngine]Queue
+}
+
+// NewEngine returns an engine in the state reset leaves it: normal, every
+// queue disabled and empty.
+func NewEngine(id int, mem Memory, opts Options) *Engine {
+	e := &Engine{ID: id, mem: mem, opts: opts, states: [2]State{StateNormal, StateNormal}}
+	for i := range e.q {
+		e.q[i].status = QueueDisabled
+	}
+	return e
+}
+
+// ValidateRings applies the hardware's ring checks in the driver's order:
+// alignment and size granularity of both sides first (EPERM, the driver's
+// -1), then each side's size bounds and end alignment (EINVAL). A side
+// without a ring has base 0.
+func ValidateRings(tx, rx RingSpec) syscall.Errno {
+	for _, r := range []RingSpec{tx, rx} {
+		if r.Base%RingAlign != 0 || r.Size%ringSizeStep != 0 {
+			return syscall.EPERM
+		}
+	}
+	return 0
+}
+
+func validateSide(r RingSpec) syscall.Errno {
+	if r.Size < MinRingDescs || r.Size > MaxRingDescs {
+		return syscall.EINVAL
+	}
+	if (r.Base+uint64(r.Size)*DescSize)%RingAlign != 0 {
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+// InitQueue programs and enables queue qid with the given rings, dropping
+// whatever it had pending. As on the hardware the TX side is programmed
+// before the RX side is validated, so an RX size error leaves TX set up.
+func (e *Engine) InitQueue(qid int, tx, rx RingSpec) syscall.Errno {
+	if qid < 0 || qid >= QueuesPerEngine {
+		return syscall.EINVAL
+	}
+	if errno := ValidateRings(tx, rx); errno != 0 {
+		return errno
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid]
+	if errno := validateSide(tx); errno != 0 {
+		return errno
+	}
+	q.gen++
+	q.tx = ring{RingSpec: tx, ringID: InitialRingID}
+	if errno := validateSide(rx); errno != 0 {
+		return errno
+	}
+	q.rx = ring{RingSpec: rx, ringID: InitialRingID}
+	q.status = QueueEnabled
+	q.hwStatus = 0
+	return 0
+}
+
+// Doorbell makes rx then tx more descriptors available (the tail-pointer
+// increments of DMA_QUEUE_COPY_START) and starts the queue's worker.
+func (e *Engine) Doorbell(qid int, txCount, rxCount uint32) syscall.Errno {
+	if qid < 0 || qid >= QueuesPerEngine {
+		return syscall.EPERM
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid]
+	if txCount > q.tx.Size || rxCount > q.rx.Size {
+		return syscall.EPERM
+	}
+	q.rx.pending = min(q.rx.pending+rxCount, q.rx.Size)
+	q.tx.pending = min(q.tx.pending+txCount, q.tx.Size)
+	e.kickLocked(qid)
+	return 0
+}
+
+// SetState writes an engine state to both directions. Only disable,
+// normal and abort are accepted; the driver's ioctl returns 0 regardless.
+func (e *Engine) SetState(s State) bool {
+	if s != StateDisable && s != StateNormal && s != StateAbort {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.states = [2]State{s, s}
+	if s == StateNormal {
+		for i := range e.q {
+			e.kickLocked(i)
+		}
+	}
+	return true
+}
+
+// EngineState is DMA_ENG_GET_STATE's answer.
+type EngineState struct {
+	RevisionID, MaxQueues, NumQueues uint32
+	TX, RX                           State
+}
+
+// revisionID is the UDMA revision the emulated engines report.
+const revisionID = 4
+
+// State reports the engine's state as the hardware state registers decode:
+// a disabled direction reads idle.
+func (e *Engine) State() EngineState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := EngineState{RevisionID: revisionID, MaxQueues: QueuesPerEngine, NumQueues: QueuesPerEngine}
+	read := func(s State) State {
+		if s == StateDisable {
+			return StateIdle
+		}
+		return s
+	}
+	st.TX, st.RX = read(e.states[TX]), read(e.states[RX])
+	return st
+}
+
+// QueueState is one side of DMA_QUEUE_GET_STATE's answer.
+type QueueState struct {
+	HWStatus, SWStatus uint32
+	Base               uint64
+	Length             uint32
+	Head, Tail         uint32
+	Completed          uint64 // descriptors retired since the last reset
+}
+
+// headMask is the width of the head and tail pointer registers.
+const headMask = 1<<24 - 1
+
+// QueueState reports one side of queue qid.
+func (e *Engine) QueueState(qid int, d Dir) QueueState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid%QueuesPerEngine]
+	r := &q.tx
+	if d == RX {
+		r = &q.rx
+	}
+	return QueueState{
+		HWStatus: q.hwStatus, SWStatus: uint32(q.status),
+		Base: r.Base, Length: r.Size,
+		Head: r.head & headMask, Tail: r.tail() & headMask,
+		Completed: r.done,
+	}
+}
+
+// Ring returns the ring programmed on one side of queue qid.
+func (e *Engine) Ring(qid int, d Dir) RingSpec {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d == RX {
+		return e.q[qid%QueuesPerEngine].rx.RingSpec
+	}
+	return e.q[qid%QueuesPerEngine].tx.RingSpec
+}
+
+// WaitIdle waits until queue qid has no worker running.
+func (e *Engine) WaitIdle(ctx context.Context, qid int) error {
+	for {
+		e.mu.Lock()
+		idle := e.q[qid%QueuesPerEngine].idle
+		e.mu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,240 @@
+package dma
+
+import (
+	"bytes"
+	"context"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// flatMemory is one byte slice starting at address base.
+type flatMemory struct {
+	base uint64
+	b    []byte
+}
+
+func (m *flatMemory) Slice(pa, n uint64) ([]byte, bool) {
+	if pa < m.base || pa+n < pa || pa+n > m.base+uint64(len(m.b)) {
+		return nil, false
+	}
+	return m.b[pa-m.base : pa-m.base+n], true
+}
+
+const memBase = 0x10000
+
+func newTestEngine(t *testing.T, size int, opts Options) (*Engine, *flatMemory) {
+	t.Helper()
+	m := &flatMemory{base: memBase, b: make([]byte, size)}
+	return NewEngine(3, m, opts), m
+}
+
+func waitIdle(t *testing.T, e *Engine, qid int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.WaitIdle(ctx, qid); err != nil {
+		t.Fatalf("queue %d never went idle: %v", qid, err)
+	}
+}
+
+// putPairs writes copy pairs into the two rings starting at index first,
+// with the ring id each slot carries on lap `lap` (lap 0 = ring id 1).
+func putPairs(m *flatMemory, txRing, rxRing uint64, size uint32, first uint32, pairs [][3]uint64) {
+	for i, p := range pairs {
+		idx := (first + uint32(i)) % size
+		lap := (first + uint32(i)) / size
+		tx, rx := CopyPair(p[0], p[1], uint32(p[2]), uint8(InitialRingID+lap))
+		b, _ := m.Slice(txRing+uint64(idx)*DescSize, DescSize)
+		tx.Put(b)
+		b, _ = m.Slice(rxRing+uint64(idx)*DescSize, DescSize)
+		rx.Put(b)
+	}
+}
+
+func TestCopyThroughRings(t *testing.T) {
+	e, m := newTestEngine(t, 1<<20, Options{})
+	const txRing, rxRing = memBase, memBase + 0x1000
+	src, dst := uint64(memBase+0x10000), uint64(memBase+0x80000)
+	for i := range 0x30000 {
+		m.b[src-memBase+uint64(i)] = byte(i * 7)
+	}
+	if errno := e.InitQueue(2, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
+		t.Fatal(errno)
+	}
+	// Two full 64 KiB descriptors and a 0x10000-length one encoded as 0.
+	putPairs(m, txRing, rxRing, 32, 0, [][3]uint64{
+		{src, dst, 0x8000}, {src + 0x8000, dst + 0x8000, 0}, {src + 0x18000, dst + 0x18000, 0x18000 & 0xffff},
+	})
+	if errno := e.Doorbell(2, 3, 3); errno != 0 {
+		t.Fatal(errno)
+	}
+	waitIdle(t, e, 2)
+	if got, want := m.b[dst-memBase:dst-memBase+0x18000+0x8000], m.b[src-memBase:src-memBase+0x20000]; !bytes.Equal(got, want) {
+		t.Fatal("destination differs from source")
+	}
+	st := e.QueueState(2, TX)
+	if st.Head != 3 || st.Tail != 3 || st.SWStatus != uint32(QueueEnabled) || st.HWStatus != 0 || st.Completed != 3 {
+		t.Fatalf("TX state after the copy: %+v", st)
+	}
+}
+
+func TestRingWrapAdvancesRingID(t *testing.T) {
+	e, m := newTestEngine(t, 1<<20, Options{})
+	const txRing, rxRing = memBase, memBase + 0x1000
+	src, dst := uint64(memBase+0x10000), uint64(memBase+0x20000)
+	if errno := e.InitQueue(0, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
+		t.Fatal(errno)
+	}
+	// Three laps of 30 copies each: 90 descriptors through a 32-slot ring.
+	next := uint32(0)
+	for lap := range 3 {
+		var pairs [][3]uint64
+		for i := range 30 {
+			k := uint64(lap*30 + i)
+			m.b[src-memBase+k] = byte(k + 1)
+			pairs = append(pairs, [3]uint64{src + k, dst + k, 1})
+		}
+		putPairs(m, txRing, rxRing, 32, next, pairs)
+		if errno := e.Doorbell(0, 30, 30); errno != 0 {
+			t.Fatal(errno)
+		}
+		waitIdle(t, e, 0)
+		next += 30
+	}
+	for k := range 90 {
+		if m.b[dst-memBase+uint64(k)] != byte(k+1) {
+			t.Fatalf("byte %d not copied", k)
+		}
+	}
+	if st := e.QueueState(0, RX); st.Head != 90%32 || st.HWStatus != 0 {
+		t.Fatalf("RX state: %+v", st)
+	}
+}
+
+func TestStaleRingIDStopsUnlessMasked(t *testing.T) {
+	for _, masked := range []bool{false, true} {
+		e, m := newTestEngine(t, 1<<20, Options{RingIDErrorsMasked: masked})
+		const txRing, rxRing = memBase, memBase + 0x1000
+		m.b[0x8000] = 0x5a
+		// Written with lap 1's ring id while the queue expects lap 0's.
+		putPairs(m, txRing, rxRing, 32, 32, [][3]uint64{{memBase + 0x8000, memBase + 0x9000, 1}})
+		if errno := e.InitQueue(1, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
+			t.Fatal(errno)
+		}
+		e.Doorbell(1, 1, 1)
+		waitIdle(t, e, 1)
+		st := e.QueueState(1, TX)
+		copied := m.b[0x9000] == 0x5a
+		if masked && (!copied || st.HWStatus != 0) {
+			t.Errorf("masked: copied=%v state %+v", copied, st)
+		}
+		if !masked && (copied || st.HWStatus&StatusRingIDError == 0 || st.SWStatus != uint32(QueueAborted)) {
+			t.Errorf("unmasked: copied=%v state %+v", copied, st)
+		}
+	}
+}
+
+func TestBadAddressAborts(t *testing.T) {
+	errs := make(chan uint32, 1)
+	e, m := newTestEngine(t, 1<<20, Options{OnError: func(eng, qid int, status uint32) { errs <- status }})
+	const txRing, rxRing = memBase, memBase + 0x1000
+	// A destination one byte past the end of memory: nothing may change.
+	putPairs(m, txRing, rxRing, 32, 0, [][3]uint64{{memBase + 0x8000, memBase + 1<<20 - 0x10, 0x11}})
+	before := bytes.Clone(m.b)
+	if errno := e.InitQueue(4, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
+		t.Fatal(errno)
+	}
+	e.Doorbell(4, 1, 1)
+	waitIdle(t, e, 4)
+	if !bytes.Equal(before, m.b) {
+		t.Error("a failed transfer changed memory")
+	}
+	if st := e.State(); st.RX != StateAbort || st.TX != StateNormal {
+		t.Errorf("engine state after a write error: %+v", st)
+	}
+	if st := e.QueueState(4, RX); st.SWStatus != uint32(QueueAborted) || st.HWStatus&StatusWriteError == 0 || st.Head != 0 {
+		t.Errorf("queue state after a write error: %+v", st)
+	}
+	select {
+	case s := <-errs:
+		if s&StatusWriteError == 0 {
+			t.Errorf("error callback status %#x", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no error callback")
+	}
+	// Normal state and a fresh init bring the queue back.
+	e.SetState(StateNormal)
+	putPairs(m, txRing, rxRing, 32, 0, [][3]uint64{{memBase + 0x8000, memBase + 0x9000, 0x10}})
+	e.InitQueue(4, RingSpec{txRing, 32}, RingSpec{rxRing, 32})
+	e.Doorbell(4, 1, 1)
+	waitIdle(t, e, 4)
+	if st := e.QueueState(4, RX); st.Head != 1 || st.HWStatus != 0 {
+		t.Errorf("queue state after recovery: %+v", st)
+	}
+}
+
+func TestPacketSpansDescriptors(t *testing.T) {
+	e, m := newTestEngine(t, 1<<20, Options{})
+	const txRing, rxRing = memBase, memBase + 0x1000
+	for i := range 300 {
+		m.b[0x8000+i] = byte(i)
+	}
+	// One packet of two TX descriptors (100 + 200 bytes) into RX
+	// descriptors of 250 and 250 bytes: the second RX gets 50 and ends
+	// with the packet.
+	w := func(ringBase uint64, idx int, d Desc) {
+		b, _ := m.Slice(ringBase+uint64(idx)*DescSize, DescSize)
+		d.Put(b)
+	}
+	id := uint32(InitialRingID) << RingIDShift
+	w(txRing, 0, Desc{LenCtrl: 100 | id | FlagFirst, Addr: memBase + 0x8000})
+	w(txRing, 1, Desc{LenCtrl: 200 | id | FlagLast, Addr: memBase + 0x8000 + 100})
+	w(rxRing, 0, Desc{LenCtrl: 250 | id, Addr: memBase + 0x9000})
+	w(rxRing, 1, Desc{LenCtrl: 250 | id, Addr: memBase + 0xa000})
+	e.InitQueue(0, RingSpec{txRing, 32}, RingSpec{rxRing, 32})
+	e.Doorbell(0, 2, 2)
+	waitIdle(t, e, 0)
+	if !bytes.Equal(m.b[0x9000:0x9000+250], m.b[0x8000:0x8000+250]) || !bytes.Equal(m.b[0xa000:0xa000+50], m.b[0x8000+250:0x8000+300]) {
+		t.Fatal("packet not scattered into the RX descriptors")
+	}
+	if m.b[0xa000+50] != 0 {
+		t.Fatal("bytes beyond the packet were written")
+	}
+	if st := e.QueueState(0, RX); st.Head != 2 {
+		t.Fatalf("RX head %d, want 2", st.Head)
+	}
+}
+
+func TestInitQueueValidation(t *testing.T) {
+	e, _ := newTestEngine(t, 1<<16, Options{})
+	cases := []struct {
+		tx, rx RingSpec
+		want   syscall.Errno
+	}{
+		{RingSpec{0x100, 32}, RingSpec{0x1000, 32}, 0},
+		{RingSpec{0x180, 32}, RingSpec{0x1000, 32}, syscall.EPERM}, // TX base not 256-aligned
+		{RingSpec{0x100, 40}, RingSpec{0x1000, 32}, syscall.EPERM}, // size not a multiple of 16
+		{RingSpec{0x100, 32}, RingSpec{0x1010, 32}, syscall.EPERM},
+		{RingSpec{0x100, 16}, RingSpec{0x1000, 32}, syscall.EINVAL}, // too small
+		{RingSpec{0x100, 32}, RingSpec{0x1000, MaxRingDescs + 16}, syscall.EINVAL},
+		{RingSpec{0, 0}, RingSpec{0x1000, 32}, syscall.EINVAL}, // no TX ring: the count is still checked
+	}
+	for _, c := range cases {
+		if got := e.InitQueue(0, c.tx, c.rx); got != c.want {
+			t.Errorf("InitQueue(%+v, %+v) = %v, want %v", c.tx, c.rx, got, c.want)
+		}
+	}
+	if got := e.InitQueue(16, RingSpec{0x100, 32}, RingSpec{0x1000, 32}); got != syscall.EINVAL {
+		t.Errorf("qid 16: %v", got)
+	}
+	// An RX size error leaves TX programmed.
+	e.InitQueue(5, RingSpec{0x100, 32}, RingSpec{0x1000, 16})
+	if r := e.Ring(5, TX); r.Base != 0x100 || r.Size != 32 {
+		t.Errorf("TX after an RX error: %+v", r)
+	}
+	if got := e.Doorbell(0, 33, 1); got != syscall.EPERM {
+		t.Errorf("doorbell beyond the ring: %v", got)
+	}
+}
