@@ -54,6 +54,7 @@ type Device struct {
 	crwl         crwlState
 	cinit        [maxCoreSlots]uint32
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
+	dma          dmaState
 }
 
 func newDevice(s *System, index int) (*Device, error) {
@@ -69,6 +70,9 @@ func newDevice(s *System, index int) (*Device, error) {
 	d.pool = mempool.New(s.Arch)
 	if err := d.initDatastore(); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
+	}
+	if err := d.initDMA(); err != nil {
+		return nil, fmt.Errorf("device %d: DMA: %w", index, err)
 	}
 	d.pool.ZeroUsage() // sysfs starts counting after probe
 
@@ -248,6 +252,7 @@ func (d *Device) OpenCount() int {
 func (d *Device) detachLocked(ctx context.Context, caller Caller) {
 	d.waitResetLocked(ctx, caller.fatal, uint32(caller.Tgid), true)
 	d.releaseCRWLLocked(caller.Tgid)
+	d.releaseQueuesLocked(caller.Tgid)
 	if s := d.findSlotLocked(caller.Tgid); s != nil {
 		d.releaseSlotLocked(s)
 	}

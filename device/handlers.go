@@ -72,6 +72,18 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_MEM_BUF_ZEROCOPY64":                 memBufZeroCopy64,
 	"NEURON_IOCTL_MEM_BUF_ZEROCOPY64_BATCHES":         memBufZeroCopy64Batches,
 
+	// DMA engines and queues (dma.go).
+	"NEURON_IOCTL_DMA_QUEUE_INIT":         dmaQueueInit,
+	"NEURON_IOCTL_DMA_QUEUE_INIT_BATCH":   dmaQueueInitBatch,
+	"NEURON_IOCTL_DMA_QUEUE_COPY_START":   dmaCopyStart,
+	"NEURON_IOCTL_DMA_ACK_COMPLETED":      dmaAckCompleted,
+	"NEURON_IOCTL_DMA_ENG_SET_STATE":      dmaEngSetState,
+	"NEURON_IOCTL_DMA_ENG_GET_STATE":      dmaEngGetState,
+	"NEURON_IOCTL_DMA_QUEUE_GET_STATE":    dmaQueueGetState,
+	"NEURON_IOCTL_DMA_COPY_DESCRIPTORS":   dmaCopyDescriptors,
+	"NEURON_IOCTL_DMA_COPY_DESCRIPTORS64": dmaCopyDescriptors,
+	"NEURON_IOCTL_DMA_DESCRIPTOR_COPYOUT": dmaDescriptorCopyout,
+
 	// Pods (pod.go).
 	"NEURON_IOCTL_POD_INFO":      podInfo,
 	"NEURON_IOCTL_POD_STATUS":    podStatus,

@@ -139,6 +139,7 @@ func NewSystem(cfg Config) (*System, error) {
 func (s *System) Close() {
 	for _, d := range s.Devices {
 		close(d.reset.stop)
+		d.stopDMA()
 		d.phys.close()
 	}
 }

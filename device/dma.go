@@ -1,0 +1,426 @@
+package device
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// DMA engine and queue commands over the device's emulated engines.
+
+const (
+	// dummyRingDescs is the ring a queue falls back to when its owner
+	// exits, so a stale doorbell can never reach freed memory.
+	dummyRingDescs = 64
+	// queueInitBatchMax is the entry count DMA_QUEUE_INIT_BATCH refuses
+	// (its array has 256 entries; 256 and above are E2BIG).
+	queueInitBatchMax = 256
+	queueTypeTX       = 0
+	queueTypeRX       = 1
+)
+
+// dmaState is the driver's bookkeeping around the engines.
+type dmaState struct {
+	mem     *engineMemory
+	engines []*dma.Engine // hardware engines; the driver's array is larger
+	owner   map[[2]int]int32
+	dummy   *mempool.Chunk
+}
+
+func (d *Device) initDMA() error {
+	f := d.sys.Arch
+	d.dma.mem = newEngineMemory(d.phys.fd, f)
+	d.dma.owner = map[[2]int]int32{}
+	opts := dma.Options{
+		RingIDErrorsMasked: f.RingIDErrorsMasked,
+		OnError: func(eng, qid int, status uint32) {
+			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
+		},
+	}
+	for i := range f.DMAEnginesPerDevice {
+		d.dma.engines = append(d.dma.engines, dma.NewEngine(i, d.dma.mem, opts))
+	}
+	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dma.DescSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+	if err != nil {
+		return err
+	}
+	d.dma.dummy = c
+	return nil
+}
+
+// stopDMA halts every engine and waits (briefly) for the workers.
+func (d *Device) stopDMA() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, e := range d.dma.engines {
+		e.SetState(dma.StateDisable)
+		for q := range dma.QueuesPerEngine {
+			e.WaitIdle(ctx, q)
+		}
+	}
+	d.dma.mem.close()
+}
+
+// engine returns engine id: EINVAL beyond the driver's array. Slots the
+// driver has but the chip lacks (V2: 34..131) have no registers; the
+// driver would fault on them, here they are EINVAL too.
+func (d *Device) engine(id uint32) (*dma.Engine, Result) {
+	if id >= uint32(len(d.dma.engines)) {
+		return nil, Errno(syscall.EINVAL)
+	}
+	return d.dma.engines[id], 0
+}
+
+// isDefaultH2T reports whether (eng, q) is a core's default h2t queue,
+// which the driver owns.
+func (d *Device) isDefaultH2T(eng, q int) bool {
+	f := d.sys.Arch
+	for c := range f.CoresPerDevice {
+		if f.H2TEngine(c) == eng && f.H2TDefaultQueue(c) == q {
+			return true
+		}
+	}
+	return false
+}
+
+// ringChunk resolves a ring handle: 0 or an invalid handle mean no ring.
+func (r *Request) ringChunk(h uint64) (*mempool.Chunk, Result) {
+	if h == 0 {
+		return nil, 0
+	}
+	c, res := r.Dev().chunkFor(h)
+	if res != 0 {
+		return nil, 0
+	}
+	if _, res := r.useChunk(h); res != 0 {
+		return nil, res
+	}
+	return c, 0
+}
+
+func ringSpec(c *mempool.Chunk, count uint32) dma.RingSpec {
+	if c == nil {
+		return dma.RingSpec{Size: count}
+	}
+	return dma.RingSpec{Base: c.PA, Size: count}
+}
+
+// queueInit is one DMA_QUEUE_INIT entry, in the driver's order.
+func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
+	tx, res1 := r.ringChunk(v.TXHandle)
+	rx, res2 := r.ringChunk(v.RXHandle)
+	rxc, res3 := r.ringChunk(v.RXCHandle)
+	if res := firstError(res1, res2, res3); res != 0 {
+		return res
+	}
+	d := r.Dev()
+	e, res := d.engine(v.EngID)
+	if res != 0 {
+		return res
+	}
+	if v.QID >= dma.QueuesPerEngine {
+		return Errno(syscall.EINVAL)
+	}
+	if d.isDefaultH2T(int(v.EngID), int(v.QID)) {
+		return Errno(syscall.EALREADY)
+	}
+	d.mu.Lock()
+	d.dma.owner[[2]int{int(v.EngID), int(v.QID)}] = r.Caller.Tgid
+	d.mu.Unlock()
+	if rxc != nil && uint64(v.RXDescCount)*dma.DescSize > rxc.Size {
+		return Errno(syscall.EINVAL)
+	}
+	txs, rxs := ringSpec(tx, v.TXDescCount), ringSpec(rx, v.RXDescCount)
+	if errno := dma.ValidateRings(txs, rxs); errno != 0 {
+		return Errno(errno)
+	}
+	if rxc != nil {
+		return Errno(syscall.EPERM) // completion rings are not supported
+	}
+	return Errno(e.InitQueue(int(v.QID), txs, rxs))
+}
+
+func dmaQueueInit(r *Request) Result {
+	var v ioctl.DMAQueueInit
+	if copyIn(r, r.Arg, &v) != 0 {
+		return Errno(syscall.EACCES)
+	}
+	return r.queueInit(&v)
+}
+
+func dmaQueueInitBatch(r *Request) Result {
+	var v ioctl.DMAQueueInitBatch
+	if copyIn(r, r.Arg, &v) != 0 {
+		return Errno(syscall.EACCES)
+	}
+	if v.Count >= queueInitBatchMax {
+		return Errno(syscall.E2BIG)
+	}
+	for i := range v.Count {
+		if res := r.queueInit(&v.Entries[i]); res != 0 {
+			return res
+		}
+	}
+	return 0
+}
+
+// dmaCopyStart rings a queue's doorbells. An RX count of 0 crashes the
+// driver (it asserts 1..ring size); here it is EINVAL.
+func dmaCopyStart(r *Request) Result {
+	var v ioctl.DMAQueueCopyStart
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	e, res := r.Dev().engine(v.EngID)
+	if res != 0 {
+		return res
+	}
+	if v.QID < dma.QueuesPerEngine && v.RXDescCount == 0 {
+		return Errno(syscall.EINVAL)
+	}
+	return Errno(e.Doorbell(int(v.QID), v.TXDescCount, v.RXDescCount))
+}
+
+// dmaAckCompleted advances the software completion index. The driver
+// asserts the ring size is a power of two; here that is EINVAL.
+func dmaAckCompleted(r *Request) Result {
+	var v ioctl.DMAAckCompleted
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	e, res := r.Dev().engine(v.EngID)
+	if res != 0 {
+		return res
+	}
+	if v.QID >= dma.QueuesPerEngine {
+		return Errno(syscall.EINVAL)
+	}
+	return Errno(e.Ack(int(v.QID), v.Count))
+}
+
+func dmaEngSetState(r *Request) Result {
+	var v ioctl.DMAEngSetState
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	e, res := r.Dev().engine(v.EngID)
+	if res != 0 {
+		return res
+	}
+	e.SetState(dma.State(v.State)) // other values are refused inside, yet the ioctl succeeds
+	return 0
+}
+
+func dmaEngGetState(r *Request) Result {
+	var v ioctl.DMAEngGetState
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	e, res := r.Dev().engine(v.EngID)
+	if res != 0 {
+		return res
+	}
+	st := e.State()
+	out := ioctl.DMAEngState{RevisionID: st.RevisionID, MaxQueues: st.MaxQueues, NumQueues: st.NumQueues, TXState: uint32(st.TX), RXState: uint32(st.RX)}
+	return copyOut(r, v.State, &out)
+}
+
+// dmaQueueGetState: the driver indexes its arrays without checking; out of
+// range engines and queues are EINVAL here.
+func dmaQueueGetState(r *Request) Result {
+	var v ioctl.DMAQueueGetState
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	e, res := r.Dev().engine(v.EngID)
+	if res != 0 {
+		return res
+	}
+	if v.QID >= dma.QueuesPerEngine {
+		return Errno(syscall.EINVAL)
+	}
+	conv := func(s dma.QueueState) ioctl.DMAQueueState {
+		return ioctl.DMAQueueState{HWStatus: s.HWStatus, SWStatus: s.SWStatus, BaseAddr: s.Base, Length: s.Length, HeadPointer: s.Head, TailPointer: s.Tail}
+	}
+	tx, rx := conv(e.QueueState(int(v.QID), dma.TX)), conv(e.QueueState(int(v.QID), dma.RX))
+	if n := copyOut(r, v.TX, &tx); n != 0 {
+		return n
+	}
+	return copyOut(r, v.RX, &rx)
+}
+
+// dmaCopyDescriptors writes descriptors into a ring chunk after checking
+// every host address they name, 64 KiB at a time as the driver does:
+// pieces before a failing one stay written.
+func dmaCopyDescriptors(r *Request) Result {
+	var h, buf, off uint64
+	var num, qtype uint32
+	switch r.Cmd {
+	case ioctl.CmdDMACopyDescriptors:
+		var v ioctl.DMACopyDescriptors
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		h, buf, off, num, qtype = v.MemHandle, v.Buffer, uint64(v.Offset), v.NumDescs, v.QueueType
+	case ioctl.CmdDMACopyDescriptors64:
+		var v ioctl.DMACopyDescriptors64
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		h, buf, off, num, qtype = v.MemHandle, v.Buffer, v.Offset, v.NumDescs, v.QueueType
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	size := uint64(num) * dma.DescSize
+	c, res := r.useRange(h, off, size)
+	if res != 0 {
+		return res
+	}
+	d := r.Dev()
+	piece := make([]byte, min(size, dmaPiece))
+	for done := uint64(0); done < size; {
+		n := min(size-done, dmaPiece)
+		p := piece[:n]
+		if got, _ := r.Mem.ReadAt(p, buf+done); got < len(p) {
+			return notCopied(len(p), got)
+		}
+		for i := 0; i < len(p); i += dma.DescSize {
+			if res := r.checkDescAddr(dma.Decode(p[i:]).Addr, qtype); res != 0 {
+				return res
+			}
+		}
+		mem, release, err := d.chunkView(c, off+done, n)
+		if err != nil {
+			return Errno(syscall.ENOMEM)
+		}
+		copy(mem, p)
+		release()
+		done += n
+	}
+	return 0
+}
+
+// checkDescAddr is the driver's check of one descriptor's buffer address:
+// a host address must lie in a host chunk of a device the caller is
+// attached to. Device addresses pass unchecked, except in strict mode,
+// where an address inside another process's chunk is refused.
+func (r *Request) checkDescAddr(pa uint64, qtype uint32) Result {
+	if qtype != queueTypeTX && qtype != queueTypeRX {
+		return Errno(syscall.EPERM)
+	}
+	s := r.Sys()
+	if s.Arch.IsHostAddress(pa) {
+		var owner *mempool.Chunk
+		for _, d := range s.Devices {
+			if !d.IsAttached(r.Caller.Tgid) {
+				continue
+			}
+			if c, ok := d.pool.Containing(pa); ok && c.Loc == mempool.LocHost {
+				owner = c
+				break
+			}
+		}
+		if owner == nil {
+			return Errno(syscall.EINVAL)
+		}
+		return r.strictDescTarget(owner, pa)
+	}
+	if c, ok := r.Dev().pool.Containing(pa); ok {
+		return r.strictDescTarget(c, pa)
+	}
+	return 0
+}
+
+// strictDescTarget refuses, in strict mode, a descriptor aimed at a chunk
+// of another process that was not handed to the caller.
+func (r *Request) strictDescTarget(c *mempool.Chunk, pa uint64) Result {
+	s := r.Sys()
+	if !s.strict || c.PID == 0 || c.PID == r.Caller.Tgid {
+		return 0
+	}
+	d := r.Dev()
+	d.mu.Lock()
+	given := d.given[c][r.Caller.Tgid]
+	d.mu.Unlock()
+	if given {
+		return 0
+	}
+	d.log.WithFields(logrus.Fields{"address": pa, "owner": c.PID, "caller": r.Caller.Tgid}).Warn("strict: descriptor aimed at another process's chunk refused")
+	return Errno(syscall.EPERM)
+}
+
+// dmaDescriptorCopyout reads descriptors back from a queue's ring. As on
+// the driver, a device-memory ring is read from its start whatever
+// start_index says. Reads the driver would make past the ring's chunk
+// are EINVAL here.
+func dmaDescriptorCopyout(r *Request) Result {
+	var v ioctl.DMADescriptorCopyout
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	if v.Count == 0 {
+		return Errno(syscall.EINVAL)
+	}
+	d := r.Dev()
+	e, res := d.engine(v.EngID)
+	if res != 0 || v.QID >= dma.QueuesPerEngine {
+		return Errno(syscall.EINVAL)
+	}
+	var side dma.Dir
+	switch v.Type {
+	case queueTypeTX:
+		side = dma.TX
+	case queueTypeRX:
+		side = dma.RX
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	ring := e.Ring(int(v.QID), side)
+	if uint64(v.Count)+uint64(v.StartIndex) > uint64(ring.Size) {
+		return Errno(syscall.EFBIG)
+	}
+	c, ok := d.pool.Containing(ring.Base)
+	if !ok {
+		return Errno(syscall.EINVAL)
+	}
+	total := uint64(v.Count) * dma.DescSize
+	from := ring.Base - c.PA
+	if c.Loc == mempool.LocHost {
+		from = uint64(v.StartIndex) * dma.DescSize
+	}
+	if from+total > c.Size {
+		return Errno(syscall.EINVAL)
+	}
+	mem, release, err := d.chunkView(c, from, total)
+	if err != nil {
+		return Errno(syscall.ENOMEM)
+	}
+	defer release()
+	return copyOutBytes(r, v.Buffer, mem)
+}
+
+// releaseQueuesLocked is the driver's cleanup when tgid detaches: each
+// queue it initialised goes back to the dummy ring, except the NX's.
+func (d *Device) releaseQueuesLocked(tgid int32) {
+	f := d.sys.Arch
+	for key, owner := range d.dma.owner {
+		eng, q := key[0], key[1]
+		if owner != tgid || eng >= f.DMAEnginesResetOnExit {
+			continue
+		}
+		delete(d.dma.owner, key)
+		if f.IsNXQueue(eng, q) || eng >= len(d.dma.engines) {
+			continue
+		}
+		dummy := dma.RingSpec{Base: d.dma.dummy.PA, Size: dummyRingDescs}
+		if errno := d.dma.engines[eng].InitQueue(q, dummy, dummy); errno != 0 {
+			d.log.WithFields(logrus.Fields{"engine": eng, "queue": q, "errno": errno}).Warn("queue reset at exit failed")
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package device
+
+import (
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/dhal"
+)
+
+// engineMemory is what the DMA engines of one device reach: HBM, host
+// memory under the route bit, and the special resources (state buffers,
+// semaphore areas), each a window mapped once over the device's memfd.
+// A descriptor naming any other address makes the engine abort, as an
+// AXI decode error does on the chip.
+type engineMemory struct {
+	fd      int
+	windows []*window // sorted by base
+}
+
+type window struct {
+	base, size uint64
+	once       sync.Once
+	mem        []byte // nil if the mapping failed
+}
+
+func newEngineMemory(fd int, f *dhal.ArchFacts) *engineMemory {
+	m := &engineMemory{fd: fd}
+	add := func(base, size uint64) { m.windows = append(m.windows, &window{base: base, size: size}) }
+	for _, b := range f.HBMBases {
+		add(b, f.HBMSize)
+	}
+	add(f.HostBase, dhal.HostMemorySpan)
+	for _, r := range f.MmapResources() {
+		if r.Block != dhal.BlockHBM && !r.ReadOnly {
+			add(r.Offset, r.Size)
+		}
+	}
+	sort.Slice(m.windows, func(i, j int) bool { return m.windows[i].base < m.windows[j].base })
+	return m
+}
+
+// Slice implements dma.Memory.
+func (m *engineMemory) Slice(pa, n uint64) ([]byte, bool) {
+	i := sort.Search(len(m.windows), func(i int) bool { return m.windows[i].base+m.windows[i].size > pa })
+	if i == len(m.windows) {
+		return nil, false
+	}
+	w := m.windows[i]
+	if pa < w.base || n > w.size || pa-w.base > w.size-n {
+		return nil, false
+	}
+	w.once.Do(func() {
+		v, err := unix.Mmap(m.fd, int64(w.base), int(w.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)
+		if err == nil {
+			w.mem = v
+		}
+	})
+	if w.mem == nil {
+		return nil, false
+	}
+	off := pa - w.base
+	return w.mem[off : off+n : off+n], true
+}
+
+func (m *engineMemory) close() {
+	for _, w := range m.windows {
+		w.once.Do(func() {}) // no mapping after close
+		if w.mem != nil {
+			unix.Munmap(w.mem)
+			w.mem = nil
+		}
+	}
+}
