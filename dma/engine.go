@@ -73,6 +73,7 @@ type ring struct {
 	cur     Desc   // the descriptor at head, once fetched
 	fetched bool
 	done    uint64 // descriptors completed since the queue was reset
+	acked   uint32 // the driver's software completion index (DMA_ACK_COMPLETED)
 }
 
 func (r *ring) tail() uint32 {
@@ -198,7 +199,7 @@ func (e *Engine) Doorbell(qid int, txCount, rxCount uint32) syscall.Errno {
 	}
 	q.rx.pending = min(q.rx.pending+rxCount, q.rx.Size)
 	q.tx.pending = min(q.tx.pending+txCount, q.tx.Size)
-	e.kickLocked(qid)
+	e.runInlineLocked(qid)
 	return 0
 }
 
@@ -298,4 +299,22 @@ func (e *Engine) WaitIdle(ctx context.Context, qid int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// Ack advances the software completion index of both sides of queue qid
+// by count, as DMA_ACK_COMPLETED does; the driver's index arithmetic
+// needs power-of-two rings (it asserts so), EINVAL here otherwise.
+func (e *Engine) Ack(qid int, count uint32) syscall.Errno {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid%QueuesPerEngine]
+	for _, r := range []*ring{&q.tx, &q.rx} {
+		if r.Size == 0 || r.Size&(r.Size-1) != 0 {
+			return syscall.EINVAL
+		}
+	}
+	for _, r := range []*ring{&q.tx, &q.rx} {
+		r.acked = (r.acked + count) & (r.Size - 1)
+	}
+	return 0
 }

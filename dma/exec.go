@@ -1,34 +1,88 @@
 package dma
 
-// The engine worker. One goroutine runs per queue while it has work and
-// exits when it runs dry, so idle engines cost nothing. It streams each TX
-// packet (descriptors up to one marked LAST) into the RX descriptors in
-// order: an RX descriptor completes when it is full or when the packet
-// ends. Data moves without the engine lock held, so state queries and
-// doorbells never wait for a copy.
+// The engine worker. It streams each TX packet (descriptors up to one
+// marked LAST) into the RX descriptors in order: an RX descriptor
+// completes when it is full or when the packet ends. A doorbell runs the
+// first bytes inline, so a small transfer is done when COPY_START
+// returns; the rest goes to one goroutine per queue that exits when the
+// queue runs dry, so idle engines cost nothing. Data moves without the
+// engine lock held, so state queries and doorbells never wait for a copy.
 
-// step is one contiguous transfer the worker performs.
+const (
+	// inlineBytes is what a doorbell moves before handing over to a
+	// worker goroutine.
+	inlineBytes = 256 << 10
+	// Contiguous descriptors are merged into one copy of up to
+	// mergeBytes: large copies run much faster than 64 KiB ones.
+	mergeBytes = 8 << 20
+	mergeSteps = 1024
+)
+
+// step is one contiguous transfer between a TX and an RX descriptor.
 type step struct {
-	src, dst   uint64
-	n          uint64
-	txDone     bool // the TX descriptor is used up
-	rxDone     bool // the RX descriptor is full or its packet ended
+	src, dst uint64
+	n        uint64
+	txDone   bool // the TX descriptor is used up
+	rxDone   bool // the RX descriptor is full or its packet ended
 }
 
-// kickLocked starts queue qid's worker unless one runs or nothing can run.
+// batch is consecutive steps whose source and destination ranges are
+// contiguous, moved by one copy.
+type batch struct {
+	src, dst, n uint64
+	steps       []step
+}
+
+// kickLocked starts queue qid's worker goroutine unless one runs or
+// nothing can run.
 func (e *Engine) kickLocked(qid int) {
+	if e.claimLocked(qid) {
+		go e.run(qid)
+	}
+}
+
+// claimLocked marks queue qid as having a worker, if it needs one.
+func (e *Engine) claimLocked(qid int) bool {
 	q := &e.q[qid]
-	if q.running || !e.runnableLocked(q) {
-		return
+	if q.running || !e.runnableLocked(q, &q.tx, &q.rx) {
+		return false
 	}
 	q.running = true
 	q.idle = make(chan struct{})
-	go e.run(qid)
+	return true
 }
 
-func (e *Engine) runnableLocked(q *Queue) bool {
+// releaseLocked ends queue qid's worker.
+func (e *Engine) releaseLocked(qid int) {
+	q := &e.q[qid]
+	q.running = false
+	close(q.idle)
+	q.idle = nil
+}
+
+// runInlineLocked serves a doorbell: the first bytes in the caller, the
+// rest in a worker goroutine.
+func (e *Engine) runInlineLocked(qid int) {
+	if !e.claimLocked(qid) {
+		return
+	}
+	if e.drainLocked(qid, inlineBytes) {
+		go e.run(qid)
+		return
+	}
+	e.releaseLocked(qid)
+}
+
+func (e *Engine) run(qid int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainLocked(qid, 0)
+	e.releaseLocked(qid)
+}
+
+func (e *Engine) runnableLocked(q *Queue, tx, rx *ring) bool {
 	return q.status == QueueEnabled && e.states[TX] == StateNormal && e.states[RX] == StateNormal &&
-		q.tx.pending > 0 && q.rx.pending > 0
+		tx.pending > 0 && rx.pending > 0
 }
 
 // fetch returns the descriptor at r's head. It is read from the ring once
@@ -46,80 +100,133 @@ func (e *Engine) fetch(r *ring) (Desc, bool) {
 	return r.cur, true
 }
 
-// nextStepLocked plans the next transfer of q, or reports why it cannot:
-// status is non-zero when the queue must stop on an error.
-func (e *Engine) nextStepLocked(q *Queue) (st step, status uint32, ok bool) {
-	if !e.runnableLocked(q) {
+// nextStep plans the next transfer from the ring states tx and rx, or
+// reports why there is none: status is non-zero when the queue must stop
+// on an error.
+func (e *Engine) nextStep(q *Queue, tx, rx *ring) (st step, status uint32, ok bool) {
+	if !e.runnableLocked(q, tx, rx) {
 		return step{}, 0, false
 	}
-	td, tok := e.fetch(&q.tx)
-	if !tok {
+	td, tok := e.fetch(tx)
+	rd, rok := e.fetch(rx)
+	if !tok || !rok {
 		return step{}, StatusReadError, false
 	}
-	rd, rok := e.fetch(&q.rx)
-	if !rok {
-		return step{}, StatusReadError, false
-	}
-	if !e.opts.RingIDErrorsMasked && (td.RingID() != q.tx.ringID || rd.RingID() != q.rx.ringID) {
+	if !e.opts.RingIDErrorsMasked && (td.RingID() != tx.ringID || rd.RingID() != rx.ringID) {
 		return step{}, StatusRingIDError, false
 	}
-	txLeft := td.Len() - q.tx.off
-	rxLeft := rd.Len() - q.rx.off
+	txLeft := td.Len() - tx.off
+	rxLeft := rd.Len() - rx.off
 	n := min(txLeft, rxLeft)
-	st = step{src: td.Addr + q.tx.off, dst: rd.Addr + q.rx.off, n: n}
+	st = step{src: td.Addr + tx.off, dst: rd.Addr + rx.off, n: n}
 	st.txDone = n == txLeft
 	st.rxDone = n == rxLeft || (st.txDone && td.Last())
 	return st, 0, true
 }
 
-func (e *Engine) run(qid int) {
-	e.mu.Lock()
-	q := &e.q[qid]
-	for {
-		st, status, ok := e.nextStepLocked(q)
+// advance applies a finished step to the ring states.
+func advance(tx, rx *ring, st step) {
+	tx.off += st.n
+	rx.off += st.n
+	if st.txDone {
+		tx.complete()
+	}
+	if st.rxDone {
+		rx.complete()
+	}
+}
+
+// planLocked gathers the next batch on copies of the ring states. A batch
+// stops before an error; the error is found again once the batch is done.
+func (e *Engine) planLocked(q *Queue) (b batch, status uint32) {
+	tx, rx := q.tx, q.rx
+	for len(b.steps) < mergeSteps && b.n < mergeBytes {
+		st, status, ok := e.nextStep(q, &tx, &rx)
 		if !ok {
-			if status != 0 {
-				e.abortLocked(qid, status)
+			if len(b.steps) == 0 {
+				return b, status
 			}
 			break
 		}
+		if len(b.steps) > 0 && (st.src != b.src+b.n || st.dst != b.dst+b.n) {
+			break
+		}
+		if len(b.steps) == 0 {
+			b.src, b.dst = st.src, st.dst
+		}
+		b.n += st.n
+		b.steps = append(b.steps, st)
+		advance(&tx, &rx, st)
+	}
+	return b, 0
+}
+
+// drainLocked executes queue qid until it runs dry or stops (false), or
+// until budget bytes moved with work left (true); budget 0 is unlimited.
+func (e *Engine) drainLocked(qid int, budget uint64) bool {
+	q := &e.q[qid]
+	moved := uint64(0)
+	for {
+		b, status := e.planLocked(q)
+		if len(b.steps) == 0 {
+			if status != 0 {
+				e.abortLocked(qid, status)
+			}
+			return false
+		}
 		gen := q.gen
 		e.mu.Unlock()
-		status = e.transfer(st)
+		status = e.transfer(b.src, b.dst, b.n)
 		e.mu.Lock()
 		if q.gen != gen {
 			continue // the queue was reset under the copy: its progress is void
 		}
-		if status != 0 {
-			e.abortLocked(qid, status)
-			break
+		if status == 0 {
+			for _, st := range b.steps {
+				advance(&q.tx, &q.rx, st)
+			}
+		} else if !e.stepwiseLocked(qid, b.steps, gen) {
+			return false
 		}
-		q.tx.off += st.n
-		q.rx.off += st.n
-		if st.txDone {
-			q.tx.complete()
-		}
-		if st.rxDone {
-			q.rx.complete()
+		moved += b.n
+		if budget > 0 && moved >= budget {
+			return e.runnableLocked(q, &q.tx, &q.rx)
 		}
 	}
-	q.running = false
-	close(q.idle)
-	q.idle = nil
-	e.mu.Unlock()
 }
 
-// transfer moves one step's bytes; it returns the status bits of a failure.
-func (e *Engine) transfer(st step) uint32 {
-	src, ok := e.mem.Slice(st.src, st.n)
+// stepwiseLocked redoes a failed batch one step at a time, so the queue
+// stops exactly at the descriptor that failed. It reports whether the
+// queue may go on.
+func (e *Engine) stepwiseLocked(qid int, steps []step, gen uint64) bool {
+	q := &e.q[qid]
+	for _, st := range steps {
+		e.mu.Unlock()
+		status := e.transfer(st.src, st.dst, st.n)
+		e.mu.Lock()
+		if q.gen != gen {
+			return true
+		}
+		if status != 0 {
+			e.abortLocked(qid, status)
+			return false
+		}
+		advance(&q.tx, &q.rx, st)
+	}
+	return true
+}
+
+// transfer moves n bytes; it returns the status bits of a failure.
+func (e *Engine) transfer(src, dst, n uint64) uint32 {
+	from, ok := e.mem.Slice(src, n)
 	if !ok {
 		return StatusReadError
 	}
-	dst, ok := e.mem.Slice(st.dst, st.n)
+	to, ok := e.mem.Slice(dst, n)
 	if !ok {
 		return StatusWriteError
 	}
-	copy(dst, src)
+	copy(to, from)
 	return 0
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -185,14 +186,19 @@ func (m *Marker) word() *uint32 { return (*uint32)(unsafe.Pointer(&m.view[4])) }
 func (m *Marker) Done() bool { return atomic.LoadUint32(m.word()) == CompletionValue }
 
 // Wait polls until the completion copy lands, then clears it for reuse.
+// It spins (yielding) for the first millisecond, which covers a small
+// copy, and then sleeps between polls.
 func (m *Marker) Wait(ctx context.Context) error {
-	for spins := 0; !m.Done(); spins++ {
-		if spins > 1000 {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("DMA completion marker: %w", ctx.Err())
-			case <-time.After(10 * time.Microsecond):
-			}
+	start := time.Now()
+	for !m.Done() {
+		if time.Since(start) < time.Millisecond {
+			goruntime.Gosched()
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("DMA completion marker: %w", ctx.Err())
+		case <-time.After(50 * time.Microsecond):
 		}
 	}
 	atomic.StoreUint32(m.word(), 0)
