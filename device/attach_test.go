@@ -75,11 +75,7 @@ func TestHandlersNameRealCommands(t *testing.T) {
 // as not emulated yet.
 func TestUnsupportedCommands(t *testing.T) {
 	want := map[string]bool{
-		"NEURON_IOCTL_BAR_READ": true, "NEURON_IOCTL_BAR_WRITE": true, "NEURON_IOCTL_POST_METRIC": true,
-		"NEURON_IOCTL_PROGRAM_ENGINE": true, "NEURON_IOCTL_PROGRAM_ENGINE_NC": true, "NEURON_IOCTL_PROGRAM_ENGINE_NC64": true,
-		"NEURON_IOCTL_READ_HW_COUNTERS":     true,
 		"NEURON_IOCTL_H2T_DMA_ALLOC_QUEUES": true, "NEURON_IOCTL_H2T_DMA_FREE_QUEUES": true,
-		"NEURON_IOCTL_POWER_PROFILE": true,
 	}
 	tab := newTestSystem(t, "trn1.2xlarge").Table
 	for _, c := range tab.Commands() {

@@ -55,6 +55,7 @@ type Device struct {
 	cinit        [maxCoreSlots]uint32
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
 	dma          dmaState
+	mmio         mmioState
 }
 
 func newDevice(s *System, index int) (*Device, error) {
@@ -73,6 +74,9 @@ func newDevice(s *System, index int) (*Device, error) {
 	}
 	if err := d.initDMA(); err != nil {
 		return nil, fmt.Errorf("device %d: DMA: %w", index, err)
+	}
+	if err := d.initMMIO(); err != nil {
+		return nil, fmt.Errorf("device %d: BAR0: %w", index, err)
 	}
 	d.pool.ZeroUsage() // sysfs starts counting after probe
 

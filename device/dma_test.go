@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -129,5 +130,26 @@ func TestDMAQueuesResetAtExit(t *testing.T) {
 	}
 	if st := d.dma.engines[3].QueueState(5, dma.TX); st.Base != c8.PA {
 		t.Errorf("another process's queue changed: %+v", st)
+	}
+}
+
+// Engine windows cover every range the engines reach, without overlap.
+func TestEngineMemoryWindows(t *testing.T) {
+	for _, inst := range []string{"trn1.2xlarge", "trn2.48xlarge", "trn3.48xlarge"} {
+		d := newTestSystem(t, inst).Devices[0]
+		m, f := d.dma.mem, d.sys.Arch
+		for i := 1; i < len(m.windows); i++ {
+			if m.windows[i-1].base+m.windows[i-1].size >= m.windows[i].base {
+				t.Errorf("%s: windows %d and %d touch", inst, i-1, i)
+			}
+		}
+		for _, r := range append(f.ProgramRegions(), dhal.Range{Base: f.HostBase, Size: 4096}) {
+			if _, ok := m.Slice(r.Base, r.Size); !ok {
+				t.Errorf("%s: %#x+%#x unreachable", inst, r.Base, r.Size)
+			}
+		}
+		if _, ok := m.Slice(f.HBMBases[0]+f.HBMSize, 4); ok {
+			t.Errorf("%s: the end of HBM 0 is reachable", inst)
+		}
 	}
 }

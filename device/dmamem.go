@@ -10,8 +10,9 @@ import (
 )
 
 // engineMemory is what the DMA engines of one device reach: HBM, host
-// memory under the route bit, and the special resources (state buffers,
-// semaphore areas), each a window mapped once over the device's memfd.
+// memory under the route bit, the special resources (state buffers,
+// semaphore areas) and the regions PROGRAM_ENGINE writes, each a window
+// mapped once over the device's memfd.
 // A descriptor naming any other address makes the engine abort, as an
 // AXI decode error does on the chip.
 type engineMemory struct {
@@ -26,18 +27,27 @@ type window struct {
 }
 
 func newEngineMemory(fd int, f *dhal.ArchFacts) *engineMemory {
-	m := &engineMemory{fd: fd}
-	add := func(base, size uint64) { m.windows = append(m.windows, &window{base: base, size: size}) }
+	var rs []dhal.Range
 	for _, b := range f.HBMBases {
-		add(b, f.HBMSize)
+		rs = append(rs, dhal.Range{Base: b, Size: f.HBMSize})
 	}
-	add(f.HostBase, dhal.HostMemorySpan)
+	rs = append(rs, dhal.Range{Base: f.HostBase, Size: dhal.HostMemorySpan})
 	for _, r := range f.MmapResources() {
-		if r.Block != dhal.BlockHBM && !r.ReadOnly {
-			add(r.Offset, r.Size)
-		}
+		rs = append(rs, dhal.Range{Base: r.Offset, Size: r.Size})
 	}
-	sort.Slice(m.windows, func(i, j int) bool { return m.windows[i].base < m.windows[j].base })
+	rs = append(rs, f.ProgramRegions()...)
+	// Overlapping ranges (a TOP_SP's semaphores inside its window) merge
+	// into one window.
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Base < rs[j].Base })
+	m := &engineMemory{fd: fd}
+	for _, r := range rs {
+		if n := len(m.windows); n > 0 && m.windows[n-1].base+m.windows[n-1].size >= r.Base {
+			w := m.windows[n-1]
+			w.size = max(w.size, r.Base+r.Size-w.base)
+			continue
+		}
+		m.windows = append(m.windows, &window{base: r.Base, size: r.Size})
+	}
 	return m
 }
 

@@ -84,6 +84,16 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_DMA_COPY_DESCRIPTORS64": dmaCopyDescriptors,
 	"NEURON_IOCTL_DMA_DESCRIPTOR_COPYOUT": dmaDescriptorCopyout,
 
+	// BAR0, firmware and engine programming (bar.go, program.go).
+	"NEURON_IOCTL_BAR_READ":            barReadWrite,
+	"NEURON_IOCTL_BAR_WRITE":           barReadWrite,
+	"NEURON_IOCTL_POST_METRIC":         postMetric,
+	"NEURON_IOCTL_READ_HW_COUNTERS":    readHWCounters,
+	"NEURON_IOCTL_POWER_PROFILE":       powerProfile,
+	"NEURON_IOCTL_PROGRAM_ENGINE":      programEngine,
+	"NEURON_IOCTL_PROGRAM_ENGINE_NC":   programEngine,
+	"NEURON_IOCTL_PROGRAM_ENGINE_NC64": programEngine,
+
 	// Pods (pod.go).
 	"NEURON_IOCTL_POD_INFO":      podInfo,
 	"NEURON_IOCTL_POD_STATUS":    podStatus,

@@ -11,8 +11,9 @@ import (
 // Semaphores and events of each core. Their values live in the device's
 // physical memory at the core's SEMAPHORE mmap resource (events at +0,
 // the semaphore read window at +0x1000), so a process that maps that
-// resource reads the live values. Writes through such a mapping are plain
-// memory: the set/increment/decrement windows do no arithmetic there.
+// resource reads the live values. The ioctls and BAR0 register writes
+// perform the set/increment/decrement arithmetic; stores through a
+// mapping are plain memory.
 
 const (
 	semReadWindow = dhal.TPBSemReadOffset - dhal.TPBEventsOffset // 0x1000
@@ -36,6 +37,54 @@ func (d *Device) semWindow(nc int) (mem []byte, done func(), ok bool) {
 	return v[res.Offset&0xfff:], d.phys.inUse.RUnlock, true
 }
 
+// semOp is what a write to one of the semaphore windows does; the value
+// is also the window's index after the read window.
+type semOp int
+
+const (
+	semSetOp semOp = 1
+	semIncOp semOp = 2
+	semDecOp semOp = 3
+)
+
+const semWindowStride = 0x400
+
+// applySem performs a register write at off in core nc's event and
+// semaphore area: events and the read and set windows store the value,
+// the increment and decrement windows add or subtract it. It returns the
+// new value.
+func (d *Device) applySem(nc int, off uint64, op semOp, v uint32) uint32 {
+	mem, done, ok := d.semWindow(nc)
+	if !ok {
+		return 0
+	}
+	defer done()
+	if off >= semReadWindow {
+		off = semReadWindow + (off-semReadWindow)%semWindowStride
+	}
+	word := mem[off : off+4]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur := binary.LittleEndian.Uint32(word)
+	switch op {
+	case semIncOp:
+		cur += v
+	case semDecOp:
+		cur -= v
+	default:
+		cur = v
+	}
+	binary.LittleEndian.PutUint32(word, cur)
+	return cur
+}
+
+// semOps maps the write commands to the window they write.
+var semOps = map[uint32]semOp{
+	ioctl.CmdSemaphoreWrite:     semSetOp,
+	ioctl.CmdSemaphoreIncrement: semIncOp,
+	ioctl.CmdSemaphoreDecrement: semDecOp,
+}
+
 func semaphoreOp(r *Request) Result {
 	var v ioctl.Semaphore
 	if n := copyIn(r, r.Arg, &v); n != 0 {
@@ -50,29 +99,19 @@ func semaphoreOp(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
+	if op, ok := semOps[r.Cmd]; ok {
+		d.applySem(int(v.NCID), semReadWindow+uint64(op)*semWindowStride+4*uint64(idx), op, v.Value)
+		return 0
+	}
 	mem, done, ok := d.semWindow(int(v.NCID))
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	word := mem[semReadWindow+4*int(idx):]
 	d.mu.Lock()
-	cur := binary.LittleEndian.Uint32(word)
-	switch r.Cmd {
-	case ioctl.CmdSemaphoreRead:
-		v.Value = cur
-	case ioctl.CmdSemaphoreWrite:
-		binary.LittleEndian.PutUint32(word, v.Value)
-	case ioctl.CmdSemaphoreIncrement:
-		binary.LittleEndian.PutUint32(word, cur+v.Value)
-	case ioctl.CmdSemaphoreDecrement:
-		binary.LittleEndian.PutUint32(word, cur-v.Value)
-	}
+	v.Value = binary.LittleEndian.Uint32(mem[semReadWindow+4*int(idx):])
 	d.mu.Unlock()
 	done()
-	if r.Cmd == ioctl.CmdSemaphoreRead {
-		return copyOut(r, r.Arg, &v)
-	}
-	return 0
+	return copyOut(r, r.Arg, &v)
 }
 
 // eventOp: the driver does not check the core (it truncates it to 8 bits

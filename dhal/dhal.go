@@ -126,14 +126,18 @@ type ArchFacts struct {
 	// left ([0]) and right ([1]) neighbour node; zero on V2 (no pods).
 	PodLinkEngines [2][2]int
 
-	tpbBase     uint64   // BAR0 offset of core 0's TPB window; cores follow at TPBWindowSize
-	nxEngines   []int    // engine%16 values whose queue NXQueue belongs to the NX and survives process exit
-	h2tEngine   []int    // per core
-	h2tQueue    []int    // per core
-	coreNQ      []uint64 // per core NOTIFIC block in BAR0
-	topSPNQ     []uint64 // per TOP_SP NOTIFIC block in BAR0
-	topSPWindow []uint64 // per TOP_SP 4 MiB window in BAR0
-	mmapTable   []MmapResource
+	tpbBase   uint64   // BAR0 offset of core 0's TPB window; cores follow at TPBWindowSize
+	nxEngines []int    // engine%16 values whose queue NXQueue belongs to the NX and survives process exit
+	udmaBase  []uint64 // per hardware DMA engine: its UDMA register block in BAR0
+	// programRegions are the device address ranges PROGRAM_ENGINE may
+	// write (the driver's whitelist).
+	programRegions []Range
+	h2tEngine      []int    // per core
+	h2tQueue       []int    // per core
+	coreNQ         []uint64 // per core NOTIFIC block in BAR0
+	topSPNQ        []uint64 // per TOP_SP NOTIFIC block in BAR0
+	topSPWindow    []uint64 // per TOP_SP 4 MiB window in BAR0
+	mmapTable      []MmapResource
 }
 
 // archBuilders map an arch to the function building its facts; each call
@@ -177,6 +181,78 @@ func (f *ArchFacts) H2TEngine(core int) int { return pick(f.h2tEngine, core, -1)
 // H2TDefaultQueue returns core's default queue on its h2t engine (-1 if out
 // of range). On V3/V4 two cores share one engine and take queues 0 and 1.
 func (f *ArchFacts) H2TDefaultQueue(core int) int { return pick(f.h2tQueue, core, -1) }
+
+// Range is a span of addresses.
+type Range struct{ Base, Size uint64 }
+
+// Contains reports whether [addr, addr+n) lies inside r.
+func (r Range) Contains(addr, n uint64) bool {
+	return addr >= r.Base && n <= r.Size && addr-r.Base <= r.Size-n
+}
+
+// Layout of a UDMA engine's register block (identical on every arch).
+const (
+	UDMABlockSize     = 0x3c800
+	UDMAM2SQueues     = 0x1000  // M2S (TX) queue q's registers at +q*UDMAQueueStride
+	UDMAS2MQueues     = 0x21000 // S2M (RX) queue registers
+	UDMAQueueStride   = 0x1000
+	UDMAQueueRingLo   = 0x28 // ring base low (bits 31:6)
+	UDMAQueueRingHi   = 0x2c
+	UDMAQueueTailInc  = 0x38 // the doorbell
+	UDMAQueueComplLo  = 0x44
+	UDMAQueueComplHi  = 0x48
+	udmaQueueRegsSize = 0x1000 * 16
+)
+
+// UDMABase returns the BAR0 offset of engine eng's UDMA block
+// (InvalidOffset for an engine the chip lacks).
+func (f *ArchFacts) UDMABase(eng int) uint64 { return pick(f.udmaBase, eng, InvalidOffset) }
+
+// udmaBlockedQueueRegs are the queue registers BAR_WRITE refuses: ring and
+// completion bases and the doorbell, which only the driver may program.
+var udmaBlockedQueueRegs = []uint64{UDMAQueueRingLo, UDMAQueueRingHi, UDMAQueueComplLo, UDMAQueueComplHi, UDMAQueueTailInc}
+
+// IsBAR0WriteBlocked reports whether BAR_WRITE refuses offset off: a
+// protected register of any DMA queue, or one of the FW-IO mailbox
+// registers listed in miscBlocked (offsets within misc RAM).
+func (f *ArchFacts) IsBAR0WriteBlocked(off uint64, miscBlocked []uint64) bool {
+	for _, m := range miscBlocked {
+		if off == f.MiscRAMBar0+m {
+			return true
+		}
+	}
+	for _, base := range f.udmaBase {
+		if off < base || off >= base+UDMABlockSize {
+			continue
+		}
+		rel := off - base
+		for _, q := range []uint64{UDMAM2SQueues, UDMAS2MQueues} {
+			if rel < q || rel >= q+udmaQueueRegsSize {
+				continue
+			}
+			reg := (rel - q) % UDMAQueueStride
+			for _, b := range udmaBlockedQueueRegs {
+				if reg == b {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// ProgramRegion reports whether PROGRAM_ENGINE may write [addr, addr+n).
+func (f *ArchFacts) ProgramRegion(addr, n uint64) bool {
+	for _, r := range f.programRegions {
+		if r.Contains(addr, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// ProgramRegions returns the PROGRAM_ENGINE whitelist.
+func (f *ArchFacts) ProgramRegions() []Range { return append([]Range(nil), f.programRegions...) }
 
 // NXQueue is the queue the NX owns on the engines listed in nxEngines.
 const NXQueue = 14

@@ -233,3 +233,69 @@ func TestDMARouting(t *testing.T) {
 		}
 	}
 }
+
+func TestBAR0WriteBlocked(t *testing.T) {
+	misc := []uint64{0x1f0, 0x1f4, 0x1f8, 0x1fc, 0x800}
+	cases := []struct {
+		arch    Arch
+		off     uint64
+		blocked bool
+	}{
+		{V2, 0x30000000 + 0x1000 + 0x28, true},              // engine 0, M2S queue 0 ring base low
+		{V2, 0x30700000 + 0x21000 + 15*0x1000 + 0x38, true}, // engine 16, S2M queue 15 doorbell
+		{V2, 0x30d00000 + 0x1000 + 3*0x1000 + 0x48, true},   // H2D engine, completion base high
+		{V2, 0x30000000 + 0x1000 + 0x20, false},             // queue cfg is writable
+		{V2, 0x30000000 + 0x204, false},                     // engine change-state
+		{V2, 0x30fa0000 + 0x800, true},                      // FW-IO doorbell
+		{V2, 0x30fa0000 + 0x808, false},
+		{V3, 0xb4000000 + 31*0x100000 + 0x21000 + 0x2c, true}, // engine 127
+		{V3, 0x46900000 + 0x1000 + 0x44, true},                // engine 131
+		{V3, 0x6c84000 + 0x1fc, true},
+		{V3, 0x82000000 + 0x1000 + 0x30, false}, // ring length
+		{V4, 0xa2000000 + 0x1000 + 0x38, true},
+	}
+	for _, c := range cases {
+		f, _ := Facts(c.arch)
+		if got := f.IsBAR0WriteBlocked(c.off, misc); got != c.blocked {
+			t.Errorf("%v %#x blocked = %v, want %v", c.arch, c.off, got, c.blocked)
+		}
+	}
+	f2, _ := Facts(V2)
+	f3, _ := Facts(V3)
+	if len(f2.udmaBase) != f2.DMAEnginesPerDevice || len(f3.udmaBase) != f3.DMAEnginesPerDevice {
+		t.Fatal("one UDMA base per hardware engine")
+	}
+	for _, f := range []*ArchFacts{f2, f3} {
+		for e := range f.DMAEnginesPerDevice {
+			if b := f.UDMABase(e); b+UDMABlockSize > f.BAR0Size {
+				t.Errorf("%v engine %d block %#x outside BAR0", f.Arch, e, b)
+			}
+		}
+	}
+}
+
+func TestProgramRegions(t *testing.T) {
+	f2, _ := Facts(V2)
+	f4, _ := Facts(V4)
+	cases := []struct {
+		f    *ArchFacts
+		addr uint64
+		n    uint64
+		ok   bool
+	}{
+		{f2, 0xfffc0000000, 0x8000000, true},
+		{f2, 0xfffc0000000, 0x8000001, false},
+		{f2, 0xfffd0000000 + 0x17ffffc, 4, true},
+		{f2, 0x0, 4, false}, // HBM is not on V2's list
+		{f4, 0x804000000000 + 0x900000000 - 8, 8, true},
+		{f4, 0x804000000000 + 0x900000000 - 8, 9, false},
+		{f4, 0x808280000000 + 9*0x40000000, 0x400000, true},
+		{f4, 0x805200000000, 0x34c0000, true},
+		{f4, ^uint64(0) - 3, 8, false}, // wraps
+	}
+	for _, c := range cases {
+		if got := c.f.ProgramRegion(c.addr, c.n); got != c.ok {
+			t.Errorf("%v ProgramRegion(%#x, %#x) = %v, want %v", c.f.Arch, c.addr, c.n, got, c.ok)
+		}
+	}
+}

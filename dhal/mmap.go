@@ -67,8 +67,8 @@ func (f *ArchFacts) LookupMmapResource(block MmapBlock, id uint32, res MmapResou
 }
 
 // PhysicalSpan returns the end of the highest physical address the device
-// can be asked about: HBM, host memory under the route bit, and the special
-// resources. The emulated physical address space covers [0, span).
+// can be asked about: HBM, host memory under the route bit, the special
+// resources and the regions PROGRAM_ENGINE writes. The emulated physical address space covers [0, span).
 func (f *ArchFacts) PhysicalSpan() uint64 {
 	end := f.HostBase + HostMemorySpan
 	for _, b := range f.HBMBases {
@@ -76,6 +76,9 @@ func (f *ArchFacts) PhysicalSpan() uint64 {
 	}
 	for _, r := range f.mmapTable {
 		end = max(end, r.Offset+r.Size)
+	}
+	for _, r := range f.programRegions {
+		end = max(end, r.Base+r.Size)
 	}
 	return end
 }

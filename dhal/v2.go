@@ -47,8 +47,14 @@ func v2Facts() ArchFacts {
 		NQQueuesPerType:       16,
 		ResetInitiateMaxWait:  120 * time.Second,
 
-		tpbBase:     0x0,
-		nxEngines:   []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+		tpbBase:   0x0,
+		nxEngines: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+		// Core 0's engines, core 1's, then D2H (32) and H2D (33).
+		udmaBase: append(append(strided(0x30000000, 0x40000, 16), strided(0x30700000, 0x40000, 16)...), 0x30600000, 0x30d00000),
+		programRegions: []Range{
+			{0xfffc0000000, 0x8000000}, // both cores' TPB windows
+			{0xfffd0000000, 0x1800000}, // the six TOP_SP windows
+		},
 		h2tEngine:   []int{32, 33}, // core 0 uses D2H, core 1 uses H2D
 		h2tQueue:    []int{0, 0},
 		coreNQ:      []uint64{0x30535000, 0x30c35000},

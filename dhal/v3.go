@@ -41,6 +41,7 @@ func v3Facts() ArchFacts {
 
 		tpbBase:   0xd0000000,
 		nxEngines: []int{0, 1, 2, 3, 4, 7, 8},
+		udmaBase:  v3UDMABases(),
 		// One h2t engine per SENG (D2H_0, H2D_0, D2H_1, H2D_1), shared by
 		// the SENG's two cores: the even core takes queue 0, the odd queue 1.
 		h2tEngine: []int{128, 128, 129, 129, 130, 130, 131, 131},
@@ -52,7 +53,38 @@ func v3Facts() ArchFacts {
 		topSPNQ:     append(strided(0x6a00000, 0x40000, 8), strided(0x46a00000, 0x40000, 8)...),
 		topSPWindow: append(strided(0xf0000000, TopSPWindowSize, 8), strided(0xf2800000, TopSPWindowSize, 8)...),
 		mmapTable:   v3MmapTable(0x600000000),
+
+		programRegions: v3ProgramRegions(0x600000000),
 	}
+}
+
+// v3UDMABases: 32 engines per SENG at 1 MiB strides, then the four h2t
+// engines (D2H_0, H2D_0, D2H_1, H2D_1).
+func v3UDMABases() []uint64 {
+	var out []uint64
+	for _, seng := range []uint64{0x82000000, 0x94000000, 0xa2000000, 0xb4000000} {
+		out = append(out, strided(seng, 0x100000, 32)...)
+	}
+	return append(out, 0x6800000, 0x6900000, 0x46800000, 0x46900000)
+}
+
+// v3ProgramRegions is the V3/V4 PROGRAM_ENGINE whitelist; only the HBM
+// size differs between them.
+func v3ProgramRegions(hbmSize uint64) []Range {
+	var out []Range
+	for _, b := range []uint64{0x2000000000, 0x3000000000, 0x6000000000, 0x7000000000, 0x802000000000, 0x803000000000, 0x806000000000, 0x807000000000} {
+		out = append(out, Range{b, 0x804000000}) // TPB windows
+	}
+	for _, b := range append(strided(0x8280000000, 0x40000000, 10), strided(0x808280000000, 0x40000000, 10)...) {
+		out = append(out, Range{b, TopSPWindowSize})
+	}
+	for _, b := range []uint64{0x0, 0x4000000000, 0x800000000000, 0x804000000000} {
+		out = append(out, Range{b, hbmSize})
+	}
+	for _, b := range []uint64{0x1200000000, 0x5200000000, 0x801200000000, 0x805200000000} {
+		out = append(out, Range{b, 0x34c0000}) // pre-processing blocks
+	}
+	return out
 }
 
 // v3MmapTable is the V3/V4 special mmap table; only the HBM size differs.

@@ -19,6 +19,7 @@ func v4Facts() ArchFacts {
 	f.Arch = V4
 	f.HBMSize = 0x900000000 // 36 GiB per stack
 	f.mmapTable = v3MmapTable(f.HBMSize)
+	f.programRegions = v3ProgramRegions(f.HBMSize)
 	f.PodLinkEngines = [2][2]int{{40, 72}, {8, 104}}
 	return f
 }

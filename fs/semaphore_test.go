@@ -2,6 +2,10 @@ package fs_test
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -59,5 +63,52 @@ func TestSemaphoresAndEvents(t *testing.T) {
 	}
 	if got := binary.LittleEndian.Uint32(m[4*3:]); got != 1 {
 		t.Errorf("mapped event 3 reads %d, want 1", got)
+	}
+}
+
+func init() {
+	// "seminc" adds 1 to core 0's semaphore 3 NEURONFS_SEM_N times.
+	helpers["seminc"] = func() int {
+		fd, err := unix.Open(os.Getenv("NEURONFS_ROOT")+"/dev/neuron0", unix.O_RDWR, 0)
+		if err != nil {
+			fmt.Println("err", err)
+			return 1
+		}
+		n, _ := strconv.Atoi(os.Getenv("NEURONFS_SEM_N"))
+		for range n {
+			v := ioctl.Semaphore{NCID: 0, SemaphoreIndex: 3, Value: 1}
+			if r, e := testutil.Ioctl(fd, ioctl.CmdSemaphoreIncrement, &v); r != 0 || e != 0 {
+				fmt.Println("err", r, e)
+				return 1
+			}
+		}
+		return 0
+	}
+}
+
+// Two processes incrementing one semaphore at once lose nothing.
+func TestSemaphoreConcurrentProcesses(t *testing.T) {
+	dir, _ := testutil.Mount(t, "trn2.48xlarge")
+	const n = 3000
+	var cmds []*exec.Cmd
+	for range 2 {
+		cmd := helperCmd(t, "seminc", "NEURONFS_ROOT="+dir, "NEURONFS_SEM_N="+strconv.Itoa(n))
+		cmd.Stdout = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("helper: %v", err)
+		}
+	}
+	fd := openDev(t, dir, 0, unix.O_RDWR)
+	v := ioctl.Semaphore{NCID: 0, SemaphoreIndex: 3}
+	r, e := testutil.Ioctl(fd, ioctl.CmdSemaphoreRead, &v)
+	expectErrno(t, "SEMAPHORE_READ", r, e, 0, 0)
+	if v.Value != 2*n {
+		t.Fatalf("semaphore %d after 2 x %d increments", v.Value, n)
 	}
 }

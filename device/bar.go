@@ -1,0 +1,188 @@
+package device
+
+import (
+	"encoding/binary"
+	"errors"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/mmio"
+)
+
+// BAR access, metrics and power commands, over the device's BAR0 register
+// file and its emulated firmware.
+
+const (
+	// barReadMax is the most registers one BAR_READ reads.
+	barReadMax = 100
+	// kmallocMax is the largest buffer the driver's kmalloc hands out;
+	// a request for more fails with ENOMEM.
+	kmallocMax = 4 << 20
+	// metricBlobMax is the most POST_METRIC sends (the data window).
+	metricBlobMax = mmio.DataWindowSize
+	// powerProfileSize is the struct size POWER_PROFILE's sz must give.
+	powerProfileSize = 8
+)
+
+// fwErrno maps a mailbox failure to the driver's answer: -1, or ENOTSUPP
+// when the firmware is too old for the register protocol.
+func fwErrno(err error) Result {
+	if errors.Is(err, mmio.ErrOldFirmware) {
+		return Errno(ioctl.ENOTSUPP)
+	}
+	return Errno(syscall.EPERM)
+}
+
+// readArray reads count u64s or u32s from user memory, with the driver's
+// kmalloc limit and positive not-copied count.
+func readArray(r *Request, addr uint64, count, size int) ([]byte, Result) {
+	if count*size > kmallocMax {
+		return nil, Errno(syscall.ENOMEM)
+	}
+	b := make([]byte, count*size)
+	if n, _ := r.Mem.ReadAt(b, addr); n < len(b) {
+		return nil, notCopied(len(b), n)
+	}
+	return b, 0
+}
+
+// barOffset turns a register address (DEVICE_INFO's bar_address[0] plus
+// an offset) into a BAR0 offset; the driver does not check read addresses
+// at all, here an address outside BAR0 is EFAULT.
+func (d *Device) barOffset(addr uint64) (uint64, bool) {
+	off := addr - d.BAR0KernelAddress()
+	if addr < d.BAR0KernelAddress() || off >= d.mmio.bar.Size() || off%4 != 0 {
+		return 0, false
+	}
+	return off, true
+}
+
+// barReadWrite serves BAR_READ and BAR_WRITE (same struct). Only BAR0 has
+// registers: BAR2 is unused on these chips and the driver's BAR2 read
+// indexes past its one-address array, so it is EINVAL here.
+func barReadWrite(r *Request) Result {
+	var v ioctl.BARRW
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	addrCount := int(v.Count)
+	if v.BAR != 0 {
+		addrCount = 1
+	}
+	raw, res := readArray(r, v.Address, addrCount, 8)
+	if res != 0 {
+		return res
+	}
+	d := r.Dev()
+	if r.Cmd == ioctl.CmdBARRead {
+		if v.BAR != 0 {
+			return Errno(syscall.EINVAL)
+		}
+		if v.Count > barReadMax {
+			return Errno(syscall.EINVAL)
+		}
+		out := make([]byte, 4*v.Count)
+		for i := range int(v.Count) {
+			off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
+			if !ok {
+				return Errno(syscall.EFAULT)
+			}
+			binary.LittleEndian.PutUint32(out[4*i:], d.mmio.bar.Read32(off))
+		}
+		return copyOutBytes(r, v.Data, out)
+	}
+	data, res := readArray(r, v.Data, int(v.Count), 4)
+	if res != 0 {
+		return res
+	}
+	if v.BAR != 0 {
+		return Errno(syscall.EINVAL)
+	}
+	f := d.sys.Arch
+	for i := range int(v.Count) {
+		// The driver accepts an offset equal to the BAR size (it tests
+		// '>'); that one is refused here too.
+		off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
+		if !ok || f.IsBAR0WriteBlocked(off, mmio.BlockedMiscRAM) {
+			return Errno(syscall.EINVAL) // earlier writes stay done
+		}
+		d.mmio.bar.Write32(off, binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	return 0
+}
+
+// postMetric stages a blob in the data window and posts it to the
+// firmware over the legacy mailbox.
+func postMetric(r *Request) Result {
+	var v ioctl.PostMetric
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	blob, res := readArray(r, v.Data, int(v.DataSize), 1)
+	if res != 0 {
+		return res
+	}
+	if len(blob) > metricBlobMax {
+		return Errno(syscall.E2BIG)
+	}
+	d := r.Dev()
+	misc := d.sys.Arch.MiscRAMBar0
+	for i := 0; i < len(blob); i += 4 {
+		var w [4]byte
+		copy(w[:], blob[i:])
+		d.mmio.bar.Write32(misc+mmio.RegData+uint64(i), binary.LittleEndian.Uint32(w[:]))
+	}
+	if _, err := d.mmio.fwc.Legacy(mmio.CmdPostToCW, blob); err != nil {
+		return fwErrno(err)
+	}
+	return 0
+}
+
+// readHWCounters asks the firmware for the values at device addresses.
+// The driver's request buffer holds 65535 bytes and it does not check the
+// count against it (a larger count overflows the buffer); here such a
+// count is EINVAL.
+func readHWCounters(r *Request) Result {
+	var v ioctl.ReadHWCounters
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	addrs, res := readArray(r, v.Address, int(v.Count), 8)
+	if res != 0 {
+		return res
+	}
+	if len(addrs) > mmio.MailboxSize-8 {
+		return Errno(syscall.EINVAL)
+	}
+	vals, err := r.Dev().mmio.fwc.Legacy(mmio.CmdRead, addrs)
+	if err != nil {
+		return fwErrno(err)
+	}
+	return copyOutBytes(r, v.Data, vals)
+}
+
+// powerProfile sets the chip's power profile through the firmware's
+// register protocol (V3/V4); V2 has none and answers 0.
+func powerProfile(r *Request) Result {
+	var v ioctl.PowerProfile
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	if v.Sz != powerProfileSize {
+		return Errno(syscall.ENXIO)
+	}
+	if v.Ctrl != 0 {
+		return Errno(ioctl.ENOTSUPP)
+	}
+	d := r.Dev()
+	if d.sys.Arch.Arch == dhal.V2 {
+		return 0
+	}
+	payload := make([]byte, 8)
+	payload[4] = uint8(v.Profile)
+	if _, err := d.mmio.fwc.Register(mmio.CmdSetPowerProfile, payload); err != nil {
+		return fwErrno(err)
+	}
+	return 0
+}

@@ -1,0 +1,116 @@
+package device
+
+import (
+	"encoding/binary"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/mmio"
+)
+
+// firmwareAPIVersion is what the emulated firmware reports at misc-RAM 0:
+// new enough for the register protocol (power profiles).
+const firmwareAPIVersion = 8
+
+// mmioState is the device's BAR0 and the firmware behind it.
+type mmioState struct {
+	bar *mmio.BAR
+	fw  *mmio.Firmware
+	fwc *mmio.Client
+}
+
+// engineBlock shows a DMA engine's registers in BAR0.
+type engineBlock struct{ e *dma.Engine }
+
+func (b engineBlock) Read32(off uint64) (uint32, bool)  { return b.e.ReadRegister(off) }
+func (b engineBlock) Write32(off uint64, v uint32) bool { return b.e.WriteRegister(off, v) }
+
+// semBlock is a core's event and semaphore area in its TPB window: reads
+// see the values, writes to the set, increment and decrement windows do
+// what the hardware does.
+type semBlock struct {
+	d  *Device
+	nc int
+}
+
+func (b semBlock) Read32(off uint64) (uint32, bool) {
+	mem, done, ok := b.d.semWindow(b.nc)
+	if !ok {
+		return 0, false
+	}
+	defer done()
+	switch {
+	case off < semReadWindow+4*semCount && off%4 == 0:
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+		return binary.LittleEndian.Uint32(mem[off:]), true
+	case off < dhal.TPBSemaphoreArea && off%4 == 0:
+		// The set/increment/decrement windows read the semaphore.
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+		return binary.LittleEndian.Uint32(mem[semReadWindow+off%0x400:]), true
+	}
+	return 0, false
+}
+
+func (b semBlock) Write32(off uint64, v uint32) bool {
+	if off >= dhal.TPBSemaphoreArea || off%4 != 0 {
+		return false
+	}
+	op := semOp((off - semReadWindow) / 0x400)
+	if off < semReadWindow {
+		op = semSetOp // an event word
+	}
+	b.d.applySem(b.nc, off, op, v)
+	return true
+}
+
+func (d *Device) initMMIO() error {
+	f := d.sys.Arch
+	mem := d.dma.mem
+	fw := mmio.NewFirmware(firmwareAPIVersion, f.MiscRAMDevice, mem, func(addr uint64) (uint32, bool) {
+		b, ok := mem.Slice(addr, 4)
+		if !ok || addr%4 != 0 {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint32(b), true
+	})
+	serial := d.sys.Instance.SerialNumber(d.Index)
+	for _, r := range []struct {
+		off uint64
+		v   uint32
+	}{
+		{mmio.RegDeviceID, d.sys.Instance.RoutingID(d.Index)},
+		{mmio.RegSerialLo, uint32(serial)},
+		{mmio.RegSerialHi, uint32(serial >> 32)},
+	} {
+		fw.Set(r.off, r.v)
+	}
+	regions := []mmio.Region{{Name: "misc-ram", Base: f.MiscRAMBar0, Size: mmio.MiscRAMSize, Block: fw}}
+	for i, e := range d.dma.engines {
+		regions = append(regions, mmio.Region{Name: "udma", Base: f.UDMABase(i), Size: dhal.UDMABlockSize, Block: engineBlock{e}})
+	}
+	for c := range f.CoresPerDevice {
+		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(c) + dhal.TPBEventsOffset, Size: dhal.TPBSemaphoreArea, Block: semBlock{d, c}})
+	}
+	bar, err := mmio.NewBAR(f.BAR0Size, regions)
+	if err != nil {
+		return err
+	}
+	// The driver's two mailbox buffers for the legacy protocol.
+	var bufs [2]*mempool.Chunk
+	for i := range bufs {
+		c, err := d.pool.Alloc(mempool.AllocRequest{Size: mmio.MailboxSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+		if err != nil {
+			return err
+		}
+		bufs[i] = c
+	}
+	d.mmio = mmioState{bar: bar, fw: fw, fwc: mmio.NewClient(bar, f.MiscRAMBar0, mem, bufs[0].PA, bufs[1].PA)}
+	return nil
+}
+
+// FirmwareState reports what the device's firmware was told (posted
+// metrics, power profile, request counts).
+func (d *Device) FirmwareState() mmio.FirmwareState { return d.mmio.fw.State() }

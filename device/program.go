@@ -1,0 +1,58 @@
+package device
+
+import (
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// programEngine serves PROGRAM_ENGINE and _IOC_NR 105 (PROGRAM_ENGINE_NC,
+// _NC64): it copies buffer+offset to dst+offset, a destination the
+// architecture's whitelist must contain, through a host bounce buffer and
+// a synchronous DMA. The bounce buffer is as large as the copy: a size
+// the driver could not allocate (0, or beyond kmalloc's limit) is ENOMEM,
+// and so is a core beyond the driver's eight.
+func programEngine(r *Request) Result {
+	var nc uint32
+	var dst, buf, size, off uint64
+	switch r.Cmd {
+	case ioctl.CmdProgramEngine:
+		var v ioctl.ProgramEngine
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		dst, buf, size, off = v.Dst, v.Buffer, uint64(v.Size), uint64(v.Offset)
+	case ioctl.CmdProgramEngineNC:
+		var v ioctl.ProgramEngineNC
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		nc, dst, buf, size, off = v.NCID, v.Dst, v.Buffer, uint64(v.Size), uint64(v.Offset)
+	case ioctl.CmdProgramEngineNC64:
+		var v ioctl.ProgramEngineNC64
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
+		}
+		nc, dst, buf, size, off = v.NCID, v.Dst, v.Buffer, v.Size, v.Offset
+	default:
+		return Errno(syscall.EINVAL)
+	}
+	d := r.Dev()
+	if !d.sys.Arch.ProgramRegion(dst+off, size) || dst+off < dst {
+		return Errno(syscall.ENOMEM)
+	}
+	if size == 0 || size > kmallocMax || nc >= dhal.MaxCoresPerDevice {
+		return Errno(syscall.ENOMEM)
+	}
+	bounce := make([]byte, size)
+	if n, _ := r.Mem.ReadAt(bounce, buf+off); n < len(bounce) {
+		return notCopied(len(bounce), n)
+	}
+	to, ok := d.dma.mem.Slice(dst+off, size)
+	if !ok {
+		return Errno(syscall.EPERM) // the DMA failed
+	}
+	copy(to, bounce)
+	return 0
+}
