@@ -28,8 +28,9 @@ const (
 // dmaState is the driver's bookkeeping around the engines.
 type dmaState struct {
 	mem     *engineMemory
-	engines []*dma.Engine // hardware engines; the driver's array is larger
-	owner   map[[2]int]int32
+	engines []*dma.Engine        // hardware engines; the driver's array is larger
+	owner   map[[2]int]int32     // queues initialised by a process, by (engine, queue)
+	claims  map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
 	dummy   *mempool.Chunk
 }
 
@@ -37,6 +38,7 @@ func (d *Device) initDMA() error {
 	f := d.sys.Arch
 	d.dma.mem = newEngineMemory(d.phys.fd, f)
 	d.dma.owner = map[[2]int]int32{}
+	d.dma.claims = map[[2]int]*h2tClaim{}
 	opts := dma.Options{
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
 		OnError: func(eng, qid int, status uint32) {
@@ -127,10 +129,11 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 	if v.QID >= dma.QueuesPerEngine {
 		return Errno(syscall.EINVAL)
 	}
-	if d.isDefaultH2T(int(v.EngID), int(v.QID)) {
+	d.mu.Lock()
+	if d.isDriverRingLocked(int(v.EngID), int(v.QID)) {
+		d.mu.Unlock()
 		return Errno(syscall.EALREADY)
 	}
-	d.mu.Lock()
 	d.dma.owner[[2]int{int(v.EngID), int(v.QID)}] = r.Caller.Tgid
 	d.mu.Unlock()
 	if rxc != nil && uint64(v.RXDescCount)*dma.DescSize > rxc.Size {

@@ -153,3 +153,66 @@ func TestEngineMemoryWindows(t *testing.T) {
 		}
 	}
 }
+
+func TestH2TQueues(t *testing.T) {
+	d := newTestSystem(t, "trn2.48xlarge").Devices[0]
+	ctx := context.Background()
+	f := open(t, d, syscall.O_RDWR, 7)
+	alloc := func(v ioctl.H2TDMAAllocQueues) (Result, ioctl.H2TDMAAllocQueues) {
+		return call(t, ctx, f, 7, ioctl.CmdH2TDMAAllocQueues, v)
+	}
+	free := func(nc uint8, bmap uint32) Result {
+		res, _ := call(t, ctx, f, 7, ioctl.CmdH2TDMAFreeQueues, ioctl.H2TDMAFreeQueues{NCID: nc, QueueBmap: bmap})
+		return res
+	}
+	res, v := alloc(ioctl.H2TDMAAllocQueues{NCID: 0, CopyQueueCnt: 2, ServiceQueueCnt: 1})
+	// Engine 128 serves cores 0 and 1, whose default queues are 0 and 1.
+	if res != 0 || v.CopyQueueBmap != 0b1100 || v.ServiceQueueBmap != 0b10000 || v.CopyDefaultQueue != 0 {
+		t.Fatalf("alloc: %d %+v", res, v)
+	}
+	if st := d.dma.engines[128].QueueState(2, dma.RX); st.Length != h2tRingDescs || st.SWStatus != uint32(dma.QueueEnabled) {
+		t.Errorf("copy queue 2 not programmed: %+v", st)
+	}
+	h, _ := ringHandle(t, d, 7, 64)
+	qi := func(q uint32) Result {
+		res, _ := call(t, ctx, f, 7, ioctl.CmdDMAQueueInit, ioctl.DMAQueueInit{EngID: 128, QID: q, TXDescCount: 64, RXDescCount: 64, TXHandle: h, RXHandle: h})
+		return res
+	}
+	wantErrno(t, "init of a copy queue", qi(2), syscall.EALREADY)
+	wantErrno(t, "init of a service queue", qi(4), 0)
+	c, err := d.pool.Alloc(mempool.AllocRequest{Size: 4096, NCID: 0, MemType: mempool.MemTypeUnknownDevice, Lifespan: mempool.LifespanCurProcess, PID: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "zero copy on a claimed copy queue", d.zeroCopyQueue(c, 3), 0)
+	wantErrno(t, "zero copy on a service queue", d.zeroCopyQueue(c, 4), syscall.ENOENT)
+
+	res, _ = alloc(ioctl.H2TDMAAllocQueues{NCID: 8, CopyQueueCnt: 1})
+	wantErrno(t, "core 8", res, syscall.E2BIG)
+	res, _ = alloc(ioctl.H2TDMAAllocQueues{NCID: 1, CopyQueueCnt: 10, ServiceQueueCnt: 6})
+	wantErrno(t, "16 queues", res, syscall.E2BIG)
+	// 11 queues are left; asking for 12 claims none.
+	res, _ = alloc(ioctl.H2TDMAAllocQueues{NCID: 1, CopyQueueCnt: 12})
+	wantErrno(t, "more queues than free", res, syscall.EPERM)
+	res, v = alloc(ioctl.H2TDMAAllocQueues{NCID: 1, CopyQueueCnt: 11})
+	if res != 0 || v.CopyQueueBmap != 0xffe0 {
+		t.Fatalf("the failed call left claims behind: %d %+v", res, v)
+	}
+
+	// Queue 9 belongs to core 1: freeing it for core 0 is ENXIO, the
+	// others still go; the default queue bit is ignored.
+	wantErrno(t, "free", free(0, 1<<0|1<<2|1<<3|1<<9), syscall.ENXIO)
+	if len(d.dma.claims) != 12 {
+		t.Errorf("%d claims after freeing two", len(d.dma.claims))
+	}
+	if st := d.dma.engines[128].QueueState(2, dma.TX); st.SWStatus != uint32(dma.QueueDisabled) {
+		t.Errorf("freed copy queue still enabled: %+v", st)
+	}
+	// A reset of core 1 frees its eleven queues.
+	d.mu.Lock()
+	d.startResetLocked(1<<1, 77)
+	d.mu.Unlock()
+	if len(d.dma.claims) != 1 {
+		t.Errorf("%d claims after core 1's reset, want core 0's service queue", len(d.dma.claims))
+	}
+}

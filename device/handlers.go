@@ -83,6 +83,8 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_DMA_COPY_DESCRIPTORS":   dmaCopyDescriptors,
 	"NEURON_IOCTL_DMA_COPY_DESCRIPTORS64": dmaCopyDescriptors,
 	"NEURON_IOCTL_DMA_DESCRIPTOR_COPYOUT": dmaDescriptorCopyout,
+	"NEURON_IOCTL_H2T_DMA_ALLOC_QUEUES":   h2tAllocQueues,
+	"NEURON_IOCTL_H2T_DMA_FREE_QUEUES":    h2tFreeQueues,
 
 	// BAR0, firmware and engine programming (bar.go, program.go).
 	"NEURON_IOCTL_BAR_READ":            barReadWrite,

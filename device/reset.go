@@ -74,6 +74,9 @@ func (d *Device) startResetLocked(ncMap, id uint32) Result {
 			d.modelStarted[c] = 0
 			d.destroyNQsLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
+				d.releaseCoreH2TLocked(c)
+			}
+			if c < d.sys.Arch.CoresPerDevice {
 				d.metrics.Add(c, "other_info/reset_req_count", 1)
 			}
 		}

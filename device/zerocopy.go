@@ -32,8 +32,8 @@ type zeroCopyOp struct {
 }
 
 // zeroCopyQueue checks the h2t queue a DMA would use: a valid index that
-// belongs to the chunk's core. Without H2T_DMA_ALLOC_QUEUES (not emulated
-// yet) only the core's default queue does.
+// serves the chunk's core (its default queue, or a copy queue it claimed
+// with H2T_DMA_ALLOC_QUEUES).
 func (d *Device) zeroCopyQueue(c *mempool.Chunk, qid int32) Result {
 	q := int(qid)
 	if qid == h2tDefaultQID {
@@ -46,7 +46,7 @@ func (d *Device) zeroCopyQueue(c *mempool.Chunk, qid int32) Result {
 	if d.sys.Arch.Arch == dhal.V2 {
 		return Errno(syscall.EINVAL)
 	}
-	if q != d.sys.Arch.H2TDefaultQueue(c.NCID) {
+	if !d.isH2TCopyQueue(c.NCID, q) {
 		return Errno(syscall.ENOENT)
 	}
 	return 0

@@ -318,3 +318,15 @@ func (e *Engine) Ack(qid int, count uint32) syscall.Errno {
 	}
 	return 0
 }
+
+// DisableQueue stops queue qid and forgets its rings (the driver freeing
+// an h2t queue's rings).
+func (e *Engine) DisableQueue(qid int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid%QueuesPerEngine]
+	q.gen++
+	q.tx, q.rx = ring{}, ring{}
+	q.status = QueueDisabled
+	q.hwStatus = 0
+}

@@ -1,0 +1,190 @@
+package device
+
+import (
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// Extra queues on a core's h2t engine (H2T_DMA_ALLOC_QUEUES and
+// _FREE_QUEUES). A copy queue gets driver rings and serves zero-copy
+// DMA for the core; a service queue is only reserved, for the caller to
+// program with DMA_QUEUE_INIT. Both last until freed or until their
+// core is reset.
+
+const (
+	// h2tRingDescs is the size of the driver's h2t rings: 4096 descriptors
+	// plus a cache line of completions, rounded up to a power of two.
+	h2tRingDescs = 8192
+	// h2tCompletionSize is the completion area of a driver h2t queue.
+	h2tCompletionSize = 4096
+)
+
+// h2tClaim is one claimed queue of an h2t engine.
+type h2tClaim struct {
+	nc    int
+	copy  bool             // driver-owned copy queue (else a service queue)
+	rings []*mempool.Chunk // TX, RX and completion area of a copy queue
+}
+
+// h2tEngine returns core nc's h2t engine id.
+func (d *Device) h2tEngine(nc int) int { return d.sys.Arch.H2TEngine(nc) }
+
+// claimH2TLocked claims the first free non-default queue of core nc's h2t
+// engine; copy queues get their rings programmed.
+func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result) {
+	eng := d.h2tEngine(nc)
+	for q := range dma.QueuesPerEngine {
+		key := [2]int{eng, q}
+		if d.isDefaultH2T(eng, q) || d.dma.claims[key] != nil {
+			continue
+		}
+		cl := &h2tClaim{nc: nc, copy: copyQueue}
+		if !copyQueue {
+			d.dma.claims[key] = cl
+			d.dma.owner[key] = tgid
+			return q, 0
+		}
+		for _, size := range []uint64{h2tRingDescs * dma.DescSize, h2tRingDescs * dma.DescSize, h2tCompletionSize} {
+			c, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(nc), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+			if err != nil {
+				d.freeClaimRingsLocked(cl)
+				return 0, errnoOf(err)
+			}
+			cl.rings = append(cl.rings, c)
+		}
+		tx := dma.RingSpec{Base: cl.rings[0].PA, Size: h2tRingDescs}
+		rx := dma.RingSpec{Base: cl.rings[1].PA, Size: h2tRingDescs}
+		if errno := d.dma.engines[eng].InitQueue(q, tx, rx); errno != 0 {
+			d.freeClaimRingsLocked(cl)
+			return 0, Errno(errno)
+		}
+		d.dma.claims[key] = cl
+		return q, 0
+	}
+	return 0, Errno(syscall.EPERM) // no free queue
+}
+
+func (d *Device) freeClaimRingsLocked(cl *h2tClaim) {
+	for _, c := range cl.rings {
+		d.freeChunkLocked(c)
+	}
+	cl.rings = nil
+}
+
+// releaseH2TLocked frees queue q of core nc's engine.
+func (d *Device) releaseH2TLocked(nc, q int) {
+	eng := d.h2tEngine(nc)
+	key := [2]int{eng, q}
+	cl := d.dma.claims[key]
+	if cl == nil {
+		return
+	}
+	if cl.copy {
+		d.dma.engines[eng].DisableQueue(q)
+		d.freeClaimRingsLocked(cl)
+	} else {
+		delete(d.dma.owner, key)
+	}
+	delete(d.dma.claims, key)
+}
+
+// releaseCoreH2TLocked frees every queue claimed for core nc (core reset).
+func (d *Device) releaseCoreH2TLocked(nc int) {
+	for key, cl := range d.dma.claims {
+		if cl.nc == nc {
+			d.releaseH2TLocked(nc, key[1])
+		}
+	}
+}
+
+// isH2TCopyQueue reports whether queue q of core nc's h2t engine serves
+// that core's driver copies: its default queue or a claimed copy queue.
+func (d *Device) isH2TCopyQueue(nc, q int) bool {
+	if q == d.sys.Arch.H2TDefaultQueue(nc) {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cl := d.dma.claims[[2]int{d.h2tEngine(nc), q}]
+	return cl != nil && cl.copy && cl.nc == nc
+}
+
+// isDriverRing reports whether (eng, q) holds driver rings that
+// DMA_QUEUE_INIT must not replace.
+func (d *Device) isDriverRingLocked(eng, q int) bool {
+	if d.isDefaultH2T(eng, q) {
+		return true
+	}
+	cl := d.dma.claims[[2]int{eng, q}]
+	return cl != nil && cl.copy
+}
+
+func h2tAllocQueues(r *Request) Result {
+	var v ioctl.H2TDMAAllocQueues
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	if int(v.NCID) >= d.sys.Arch.CoresPerDevice || int(v.CopyQueueCnt)+int(v.ServiceQueueCnt) >= dma.QueuesPerEngine {
+		return Errno(syscall.E2BIG)
+	}
+	d.mu.Lock()
+	var claimed []int
+	fail := func(res Result) Result {
+		for _, q := range claimed {
+			d.releaseH2TLocked(int(v.NCID), q)
+		}
+		d.mu.Unlock()
+		return res
+	}
+	v.CopyQueueBmap, v.ServiceQueueBmap = 0, 0
+	for i := range int(v.CopyQueueCnt) + int(v.ServiceQueueCnt) {
+		copyQueue := i < int(v.CopyQueueCnt)
+		q, res := d.claimH2TLocked(int(v.NCID), copyQueue, r.Caller.Tgid)
+		if res != 0 {
+			return fail(res)
+		}
+		claimed = append(claimed, q)
+		if copyQueue {
+			v.CopyQueueBmap |= 1 << q
+		} else {
+			v.ServiceQueueBmap |= 1 << q
+		}
+	}
+	d.mu.Unlock()
+	v.CopyDefaultQueue = uint32(d.sys.Arch.H2TDefaultQueue(int(v.NCID)))
+	if n := copyOut(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	return 0
+}
+
+func h2tFreeQueues(r *Request) Result {
+	var v ioctl.H2TDMAFreeQueues
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return n
+	}
+	d := r.Dev()
+	nc := int(v.NCID)
+	if nc >= d.sys.Arch.CoresPerDevice {
+		return Errno(syscall.E2BIG)
+	}
+	eng := d.h2tEngine(nc)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var res Result
+	for q := range dma.QueuesPerEngine {
+		if v.QueueBmap&(1<<q) == 0 || d.isDefaultH2T(eng, q) {
+			continue
+		}
+		if cl := d.dma.claims[[2]int{eng, q}]; cl == nil || cl.nc != nc {
+			res = Errno(syscall.ENXIO)
+			continue
+		}
+		d.releaseH2TLocked(nc, q)
+	}
+	return res
+}
