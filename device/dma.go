@@ -427,3 +427,17 @@ func (d *Device) releaseQueuesLocked(tgid int32) {
 		}
 	}
 }
+
+// OwnedQueues counts the queues some process initialised and still owns
+// on the engines the driver resets at process exit.
+func (d *Device) OwnedQueues() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for key := range d.dma.owner {
+		if key[0] < d.sys.Arch.DMAEnginesResetOnExit {
+			n++
+		}
+	}
+	return n
+}
