@@ -8,6 +8,7 @@ package abi
 import (
 	"encoding/binary"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/neuronfs/neuronfs/ioctl"
@@ -104,11 +105,24 @@ func NestedBuffers(s Struct, arg []byte) []Nested {
 	return out
 }
 
+// pointee returns the type a pointer member points at.
+func pointee(f Field) string {
+	p := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f.CType), "*"))
+	p = strings.TrimPrefix(p, "const ")
+	return strings.TrimPrefix(p, "struct ")
+}
+
+// FixedPointee returns the size of what a pointer member points at, or 0
+// when only the struct's contents tell (a void buffer).
+func FixedPointee(f Field) int {
+	if p, ok := Lookup(pointee(f)); ok {
+		return p.Size
+	}
+	return 0
+}
+
 func pointeeSize(s Struct, f Field, arg []byte) int {
-	pointee := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f.CType), "*"))
-	pointee = strings.TrimPrefix(pointee, "const ")
-	pointee = strings.TrimPrefix(pointee, "struct ")
-	if pointee == "void" || pointee == "char" {
+	if p := pointee(f); p == "void" || p == "char" {
 		for _, g := range s.Fields {
 			if g.Name == "size" && !g.Pointer() {
 				v, ok := Uint(arg, g)
@@ -120,10 +134,7 @@ func pointeeSize(s Struct, f Field, arg []byte) int {
 		}
 		return 0
 	}
-	if p, ok := Lookup(pointee); ok {
-		return p.Size
-	}
-	return 0
+	return FixedPointee(f)
 }
 
 // Uint reads an unsigned member of up to 8 bytes from a struct's bytes.
@@ -147,14 +158,26 @@ func PutUint(b []byte, f Field, v uint64) bool {
 	return true
 }
 
+var arrayRe = regexp.MustCompile(`^(.*)\[(\d+)\]$`)
+
 // Format renders a member's value: signed or unsigned integers in decimal,
-// pointers in hex, anything wider as hex bytes.
+// pointers in hex, arrays of integers element by element, anything
+// else as hex bytes.
 func Format(b []byte, f Field) string {
 	if f.Offset+f.Size > len(b) {
 		return "(not recorded)"
 	}
 	if f.Size == 0 {
 		return "(flexible array)"
+	}
+	if m := arrayRe.FindStringSubmatch(f.CType); m != nil {
+		if elem, ok := scalarSizes[strings.TrimSpace(m[1])]; ok && elem > 1 {
+			var parts []string
+			for off := f.Offset; off+elem <= f.Offset+f.Size; off += elem {
+				parts = append(parts, Format(b, Field{Offset: off, Size: elem, CType: strings.TrimSpace(m[1])}))
+			}
+			return "[" + strings.Join(parts, " ") + "]"
+		}
 	}
 	v, ok := Uint(b, f)
 	if !ok {
