@@ -28,7 +28,10 @@ type assembler struct {
 	emit    func(*Record) error
 }
 
-type mapping struct{ addr, len uint64 }
+type mapping struct {
+	addr, len uint64
+	path      string
+}
 
 func newAssembler(tab *ioctl.Table, emit func(*Record) error) *assembler {
 	var mono, real unix.Timespec
@@ -82,11 +85,11 @@ func (a *assembler) event(e rawEvent) error {
 		r.Len, r.Prot, r.MFlags, r.Offset = e.args[1], e.args[2], e.args[3], e.args[5]
 		if r.Errno == 0 {
 			r.Addr, r.Ret = uint64(e.ret), 0
-			a.maps[e.tgid] = append(a.maps[e.tgid], mapping{r.Addr, r.Len})
+			a.maps[e.tgid] = append(a.maps[e.tgid], mapping{r.Addr, r.Len, r.Path})
 		}
 	case sysMunmap:
 		r.Op, r.Addr, r.Len, r.FD = OpMunmap, e.args[0], e.args[1], -1
-		if !a.unmap(e.tgid, r.Addr, r.Len) {
+		if r.Path = a.unmap(e.tgid, r.Addr, r.Len); r.Path == "" {
 			return nil
 		}
 	default:
@@ -167,14 +170,14 @@ func (a *assembler) fdPath(tgid, fd int) string {
 	return p
 }
 
-// unmap drops the device mappings inside [addr, addr+n) and says whether
-// the range touched one.
-func (a *assembler) unmap(tgid int, addr, n uint64) bool {
-	hit := false
+// unmap drops the device mappings inside [addr, addr+n) and returns the
+// device of one the range touched ("" for none).
+func (a *assembler) unmap(tgid int, addr, n uint64) string {
+	hit := ""
 	kept := a.maps[tgid][:0]
 	for _, m := range a.maps[tgid] {
 		if m.addr < addr+n && addr < m.addr+m.len {
-			hit = true
+			hit = m.path
 			if m.addr >= addr && m.addr+m.len <= addr+n {
 				continue
 			}

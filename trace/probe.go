@@ -46,10 +46,9 @@ func NewProbe(o ProbeOptions) (_ *Probe, err error) {
 	if goruntime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("trace: only amd64 syscalls are decoded, not %s", goruntime.GOARCH)
 	}
-	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, permission(fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err))
-	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK. Where the
+	// limit cannot be raised, creating the maps below says why.
+	_ = rlimit.RemoveMemlock()
 	p := &Probe{}
 	defer func() {
 		if err != nil {
