@@ -22,12 +22,14 @@ type Header struct {
 	// DriverVersion is /sys/module/neuron/version, empty when absent.
 	DriverVersion string `json:"driver_version,omitempty"`
 	// Architecture is the first device's sysfs arch_type and device_name.
-	Architecture string    `json:"architecture,omitempty"`
-	Machine      string    `json:"machine"` // the CPU architecture the syscalls ran on
-	Start        time.Time `json:"start"`
-	Command      []string  `json:"command,omitempty"`
-	PID          int       `json:"pid,omitempty"`
-	Children     bool      `json:"children,omitempty"`
+	Architecture string `json:"architecture,omitempty"`
+	// Instance is the EC2 instance type (DMI product_name), as on EC2.
+	Instance string    `json:"instance,omitempty"`
+	Machine  string    `json:"machine"` // the CPU architecture the syscalls ran on
+	Start    time.Time `json:"start"`
+	Command  []string  `json:"command,omitempty"`
+	PID      int       `json:"pid,omitempty"`
+	Children bool      `json:"children,omitempty"`
 }
 
 // Ops a record can have.

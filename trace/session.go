@@ -50,7 +50,7 @@ func Start(o Options) (*Session, error) {
 		o.Log = logrus.NewEntry(l)
 	}
 	h := Header{Machine: goruntime.GOARCH, Start: time.Now().UTC(), Command: o.Command, PID: o.PID, Children: o.Children}
-	h.DriverVersion, h.Architecture = driverFacts(o.Root)
+	h.DriverVersion, h.Architecture, h.Instance = driverFacts(o.Root)
 	tab := ioctl.Default()
 	if t, err := ioctl.ForVersion(h.DriverVersion); err == nil {
 		tab = t
@@ -70,8 +70,8 @@ func Start(o Options) (*Session, error) {
 }
 
 // driverFacts reads the driver version and the first device's
-// architecture from sysfs; either is "" when absent.
-func driverFacts(root string) (version, arch string) {
+// architecture and the EC2 instance type from sysfs; each is "" when absent.
+func driverFacts(root string) (version, arch, instance string) {
 	if b, err := os.ReadFile(filepath.Join(root, "sys/module/neuron/version")); err == nil {
 		version = strings.TrimSpace(string(b))
 	}
@@ -82,7 +82,10 @@ func driverFacts(root string) (version, arch string) {
 			parts = append(parts, strings.TrimSpace(string(b)))
 		}
 	}
-	return version, strings.Join(parts, " ")
+	if b, err := os.ReadFile(filepath.Join(root, "sys/class/dmi/id/product_name")); err == nil {
+		instance = strings.TrimSpace(string(b))
+	}
+	return version, strings.Join(parts, " "), instance
 }
 
 // Add starts tracing a process (and, with Children, what it forks from

@@ -17,6 +17,7 @@ Usage:
   neuronfs trace [-p PID | -- CMD [ARGS...]] [-o FILE] [--children]
                                          record every call on /dev/neuron* (eBPF; needs root)
   neuronfs trace --decode FILE           print a trace with field names and values
+  neuronfs replay FILE [flags] [--strict] re-issue a trace against emulated devices and compare
 
 Run 'neuronfs mount -h' or 'neuronfs run -h' for the flags.
 `
@@ -32,11 +33,13 @@ func main() {
 		"instances": cmdInstances,
 		"ls":        cmdLs,
 		"trace":     cmdTrace,
+		"replay":    cmdReplay,
 		// Internal steps of mount and run, executed in child processes.
 		nsRunCmd:  cmdNsRun,
 		execCmd:   cmdExec,
 		reapCmd:   cmdReap,
 		traceeCmd: cmdTracee,
+		replayCmd: cmdReplayInside,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
