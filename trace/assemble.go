@@ -19,13 +19,14 @@ import (
 type assembler struct {
 	tab *ioctl.Table
 	// clock turns bpf_ktime_get_ns (CLOCK_MONOTONIC) into wall time.
-	clock   int64
-	proc    string                 // procfs, for the fallback fd resolution
-	pending map[int]rawEvent       // tid → entry event not yet exited
-	fds     map[int]map[int]string // tgid → fd → path ("" not a device)
-	maps    map[int][]mapping      // tgid → device mappings
-	seq     int
-	emit    func(*Record) error
+	clock    int64
+	proc     string                 // procfs, for the fallback fd resolution
+	pending  map[int]rawEvent       // tid → entry event not yet exited
+	fds      map[int]map[int]string // tgid → fd → path ("" not a device)
+	maps     map[int][]mapping      // tgid → device mappings
+	seq      int
+	emit     func(*Record) error
+	isDevice func(path string) bool
 }
 
 type mapping struct {
@@ -38,7 +39,7 @@ func newAssembler(tab *ioctl.Table, emit func(*Record) error) *assembler {
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
 	unix.ClockGettime(unix.CLOCK_REALTIME, &real)
 	return &assembler{
-		tab: tab, clock: real.Nano() - mono.Nano(), proc: "/proc", emit: emit,
+		tab: tab, clock: real.Nano() - mono.Nano(), proc: "/proc", emit: emit, isDevice: IsDevice,
 		pending: map[int]rawEvent{}, fds: map[int]map[int]string{}, maps: map[int][]mapping{},
 	}
 }
@@ -67,19 +68,19 @@ func (a *assembler) event(e rawEvent) error {
 		return a.open(&r, e)
 	case sysClose:
 		r.Op, r.FD = OpClose, int(int32(e.args[0]))
-		if r.Path = a.fdPath(e.tgid, r.FD); !IsDevice(r.Path) {
+		if r.Path = a.fdPath(e.tgid, r.FD); !a.isDevice(r.Path) {
 			return nil
 		}
 		delete(a.fds[e.tgid], r.FD)
 	case sysIoctl:
 		r.Op, r.FD = OpIoctl, int(int32(e.args[0]))
-		if r.Path = a.fdPath(e.tgid, r.FD); !IsDevice(r.Path) {
+		if r.Path = a.fdPath(e.tgid, r.FD); !a.isDevice(r.Path) {
 			return nil
 		}
 		a.ioctl(&r, e, enter, ok)
 	case sysMmap:
 		r.Op, r.FD = OpMmap, int(int32(e.args[4]))
-		if r.Path = a.fdPath(e.tgid, r.FD); !IsDevice(r.Path) {
+		if r.Path = a.fdPath(e.tgid, r.FD); !a.isDevice(r.Path) {
 			return nil
 		}
 		r.Len, r.Prot, r.MFlags, r.Offset = e.args[1], e.args[2], e.args[3], e.args[5]
@@ -136,7 +137,7 @@ func (a *assembler) open(r *Record, e rawEvent) error {
 		}
 		name = filepath.Join(dir, name)
 	}
-	if !IsDevice(name) {
+	if !a.isDevice(name) {
 		if r.Errno == 0 {
 			a.setFD(e.tgid, int(r.Ret), "")
 		}

@@ -203,10 +203,26 @@ func copyArg(m progMaps, p string, done string) asm.Instructions {
 	return append(insns, asm.Ja.Label(done))
 }
 
-func submit(label string) asm.Instructions {
+// Ring buffer flags and query.
+const (
+	rbNoWakeup    = 1
+	rbForceWakeup = 2
+	rbAvailData   = 0
+	// wakeAt is the fill level at which the reader is woken; below it, the
+	// reader finds the events when it polls (see Session.loop). A wakeup
+	// per event would cost the traced process a context switch per call.
+	wakeAt = ringSize / 4
+)
+
+func submit(m progMaps, label string) asm.Instructions {
 	return asm.Instructions{
-		asm.Mov.Reg(asm.R1, asm.R9).WithSymbol(label),
-		asm.Mov.Imm(asm.R2, 0),
+		asm.LoadMapPtr(asm.R1, m.events).WithSymbol(label),
+		asm.Mov.Imm(asm.R2, rbAvailData),
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.JLT.Imm(asm.R0, wakeAt, label+"_go"),
+		asm.Mov.Imm(asm.R2, rbForceWakeup),
+		asm.Mov.Reg(asm.R1, asm.R9).WithSymbol(label + "_go"),
 		asm.FnRingbufSubmit.Call(),
 		asm.Mov.Imm(asm.R0, 0),
 		asm.Return(),
@@ -246,7 +262,7 @@ func enterProg(m progMaps) asm.Instructions {
 		asm.FnMapUpdateElem.Call(),
 	)
 	insns = append(insns, copyArg(m, "in_", "submit")...)
-	insns = append(insns, submit("submit")...)
+	insns = append(insns, submit(m, "submit")...)
 	return append(insns, exitLabel("exit")...)
 }
 
@@ -309,7 +325,7 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.JSLE.Imm(asm.R0, 0, "submit"),
 		asm.StoreMem(asm.R9, evDataLen, asm.R0, asm.Word),
 	)
-	insns = append(insns, submit("submit")...)
+	insns = append(insns, submit(m, "submit")...)
 	return append(insns, exitLabel("exit")...)
 }
 

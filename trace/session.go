@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -26,6 +27,9 @@ type Options struct {
 	Command []string
 	PID     int
 	Log     *logrus.Entry
+	// Device says which paths are devices to keep (default IsDevice); a
+	// bare mount's nodes live elsewhere.
+	Device func(path string) bool
 }
 
 // Session records while it runs: events flow from the probe through the
@@ -37,6 +41,8 @@ type Session struct {
 	done   chan error
 	log    *logrus.Entry
 	events int
+	// stopping ends the reader at the next drained ring.
+	stopping atomic.Bool
 }
 
 // Start loads the probe and writes the header; add processes with Add.
@@ -65,6 +71,9 @@ func Start(o Options) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{probe: probe, w: w, asm: newAssembler(tab, w.Write), done: make(chan error, 1), log: o.Log}
+	if o.Device != nil {
+		s.asm.isDevice = o.Device
+	}
 	go func() { s.done <- s.loop() }()
 	return s, nil
 }
@@ -92,13 +101,23 @@ func driverFacts(root string) (version, arch, instance string) {
 // now on).
 func (s *Session) Add(pid int) error { return s.probe.Add(pid) }
 
+// pollInterval is how often the reader looks for events the probe did not
+// wake it for.
+const pollInterval = 5 * time.Millisecond
+
 func (s *Session) loop() error {
 	r := s.probe.Reader()
 	var rec ringbuf.Record
+	r.SetDeadline(time.Now().Add(pollInterval))
 	for {
 		err := r.ReadInto(&rec)
-		if errors.Is(err, ringbuf.ErrFlushed) {
-			return nil
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The ring is drained: everything before Stop is in.
+			if s.stopping.Load() {
+				return nil
+			}
+			r.SetDeadline(time.Now().Add(pollInterval))
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("trace: reading events: %w", err)
@@ -117,11 +136,8 @@ func (s *Session) loop() error {
 // Stop reads what the probe still holds, writes it out and detaches. Call
 // it once the traced processes are done.
 func (s *Session) Stop() error {
-	ferr := s.probe.Reader().Flush()
-	var lerr error
-	if ferr == nil {
-		lerr = <-s.done
-	}
+	s.stopping.Store(true)
+	lerr := <-s.done
 	s.log.WithField("events", s.events).Debug("trace stopped")
-	return errors.Join(ferr, lerr, s.w.Flush(), s.probe.Close())
+	return errors.Join(lerr, s.w.Flush(), s.probe.Close())
 }
