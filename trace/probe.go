@@ -25,6 +25,7 @@ var ErrNotPermitted = errors.New("eBPF not permitted (run as root, or with CAP_B
 // Probe is the loaded and attached eBPF side.
 type Probe struct {
 	tgids, inflight, nested, events *ebpf.Map
+	lost                            *ebpf.Map // [0]: events the full ring dropped
 	progs                           []*ebpf.Program
 	links                           []link.Link
 	reader                          *ringbuf.Reader
@@ -67,10 +68,13 @@ func NewProbe(o ProbeOptions) (_ *Probe, err error) {
 	if p.events, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nfs_events", Type: ebpf.RingBuf, MaxEntries: ringSize}); err != nil {
 		return nil, permission(fmt.Errorf("creating the ring buffer: %w", err))
 	}
+	if p.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nfs_lost", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		return nil, permission(fmt.Errorf("creating the lost-event counter: %w", err))
+	}
 	if err := p.fillNested(o.Table); err != nil {
 		return nil, err
 	}
-	m := progMaps{tgids: p.tgids.FD(), inflight: p.inflight.FD(), nested: p.nested.FD(), events: p.events.FD()}
+	m := progMaps{tgids: p.tgids.FD(), inflight: p.inflight.FD(), nested: p.nested.FD(), events: p.events.FD(), lost: p.lost.FD()}
 	if err := p.attach("sys_enter", enterProg(m)); err != nil {
 		return nil, err
 	}
@@ -185,6 +189,15 @@ func (p *Probe) Add(tgid int) error {
 	return nil
 }
 
+// Lost returns how many events found the ring buffer full.
+func (p *Probe) Lost() (uint64, error) {
+	var n uint64
+	if err := p.lost.Lookup(uint32(0), &n); err != nil {
+		return 0, fmt.Errorf("trace: reading the lost-event counter: %w", err)
+	}
+	return n, nil
+}
+
 // Reader returns the ring buffer of raw events.
 func (p *Probe) Reader() *ringbuf.Reader { return p.reader }
 
@@ -200,7 +213,7 @@ func (p *Probe) Close() error {
 	for _, prog := range p.progs {
 		errs = append(errs, prog.Close())
 	}
-	for _, m := range []*ebpf.Map{p.tgids, p.inflight, p.nested, p.events} {
+	for _, m := range []*ebpf.Map{p.tgids, p.inflight, p.nested, p.events, p.lost} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}

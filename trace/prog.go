@@ -63,7 +63,7 @@ var argRegs = [6]int{regDI, regSI, regDX, regR10, regR8, regR9}
 
 // maps is what the programs refer to, by fd.
 type progMaps struct {
-	tgids, inflight, nested, events int
+	tgids, inflight, nested, events, lost int
 }
 
 // Stack slots (offsets from R10).
@@ -100,7 +100,7 @@ func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 		asm.Mov.Imm(asm.R2, eventSize),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, exit),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
 		asm.Mov.Reg(asm.R9, asm.R0),
 		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
 		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
@@ -233,6 +233,23 @@ func exitLabel(label string) asm.Instructions {
 	return asm.Instructions{asm.Mov.Imm(asm.R0, 0).WithSymbol(label), asm.Return()}
 }
 
+// lostLabel counts an event the full ring buffer had no room for, so the
+// trace can say it is incomplete.
+func lostLabel(m progMaps) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.RFP, stKey, 0, asm.Word).WithSymbol("lost"),
+		asm.LoadMapPtr(asm.R1, m.lost),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost_done"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("lost_done"),
+		asm.Return(),
+	}
+}
+
 // enterProg handles raw tracepoint sys_enter(regs, id).
 func enterProg(m progMaps) asm.Instructions {
 	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
@@ -263,6 +280,7 @@ func enterProg(m progMaps) asm.Instructions {
 	)
 	insns = append(insns, copyArg(m, "in_", "submit")...)
 	insns = append(insns, submit(m, "submit")...)
+	insns = append(insns, lostLabel(m)...)
 	return append(insns, exitLabel("exit")...)
 }
 
@@ -326,6 +344,7 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.StoreMem(asm.R9, evDataLen, asm.R0, asm.Word),
 	)
 	insns = append(insns, submit(m, "submit")...)
+	insns = append(insns, lostLabel(m)...)
 	return append(insns, exitLabel("exit")...)
 }
 

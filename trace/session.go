@@ -139,5 +139,9 @@ func (s *Session) Stop() error {
 	s.stopping.Store(true)
 	lerr := <-s.done
 	s.log.WithField("events", s.events).Debug("trace stopped")
-	return errors.Join(lerr, s.w.Flush(), s.probe.Close())
+	lost, err := s.probe.Lost()
+	if err == nil && lost > 0 {
+		err = fmt.Errorf("trace: %d events lost (the ring buffer was full): the trace misses calls", lost)
+	}
+	return errors.Join(lerr, err, s.w.Flush(), s.probe.Close())
 }
