@@ -67,8 +67,10 @@ func (a *assembler) event(e rawEvent) error {
 	case sysOpen, sysOpenat, sysOpenat2:
 		return a.open(&r, e)
 	case sysClose:
+		// Only from the table: procfs no longer knows a closed fd.
 		r.Op, r.FD = OpClose, int(int32(e.args[0]))
-		if r.Path = a.fdPath(e.tgid, r.FD); !a.isDevice(r.Path) {
+		if r.Path = a.fds[e.tgid][r.FD]; !a.isDevice(r.Path) {
+			delete(a.fds[e.tgid], r.FD)
 			return nil
 		}
 		delete(a.fds[e.tgid], r.FD)
@@ -126,7 +128,14 @@ func (a *assembler) open(r *Record, e rawEvent) error {
 	} else if e.nr == sysOpenat {
 		r.Flags = e.args[2]
 	}
-	if !filepath.IsAbs(name) && name != "" {
+	// Resolving a relative name costs a readlink: only for device names.
+	if !strings.HasPrefix(filepath.Base(name), "neuron") {
+		if r.Errno == 0 {
+			a.setFD(e.tgid, int(r.Ret), "")
+		}
+		return nil
+	}
+	if !filepath.IsAbs(name) {
 		base := fmt.Sprintf("%s/%d/cwd", a.proc, e.tgid)
 		if dirfd := int32(e.args[0]); e.nr != sysOpen && dirfd != unix.AT_FDCWD {
 			base = fmt.Sprintf("%s/%d/fd/%d", a.proc, e.tgid, dirfd)

@@ -18,7 +18,7 @@ type rawEvent struct {
 }
 
 func parseEvent(b []byte) (rawEvent, error) {
-	if len(b) < eventSize {
+	if len(b) < shortEvent {
 		return rawEvent{}, fmt.Errorf("trace: short event (%d bytes)", len(b))
 	}
 	le := binary.LittleEndian
@@ -34,8 +34,11 @@ func parseEvent(b []byte) (rawEvent, error) {
 	for i, off := range argRegs {
 		e.args[i] = le.Uint64(b[off:])
 	}
-	n := min(int(le.Uint32(b[evDataLen:])), argCopy)
+	n := min(int(le.Uint32(b[evDataLen:])), len(b)-evData)
 	e.data = append([]byte(nil), b[evData:evData+n]...)
+	if len(b) < eventSize {
+		return e, nil
+	}
 	for i := range e.nested {
 		if n := min(int(le.Uint32(b[evNestLen+4*i:])), nestCopy); n > 0 {
 			e.nested[i] = append([]byte(nil), b[evNest+nestCopy*i:][:n]...)

@@ -26,20 +26,22 @@ const (
 
 // Event layout (little endian), shared with event.go.
 const (
-	evTime     = 0                // u64 bpf_ktime_get_ns
-	evPidTgid  = 8                // u64 tgid<<32 | tid
-	evKind     = 16               // u32 kindEnter, kindExit
-	evDataLen  = 20               // u32 bytes of data read
-	evNr       = 24               // u64 syscall number
-	evRet      = 32               // s64 return value (exit)
-	evRegs     = 40               // struct pt_regs bytes 56..128: r10 r9 r8 ax cx dx si di orig_ax
-	evData     = 112              // ioctl argument, or open's file name
-	evNestLen  = evData + argCopy // u32 ×2: bytes read of each nested buffer
-	evNest     = evNestLen + 8    // 2 × nestCopy
-	eventSize  = evNest + 2*nestCopy
-	argCopy    = 512 // bytes of an ioctl argument copied; Go trims to the struct size
-	nestCopy   = 256 // bytes of a pointed-to buffer copied (abi.NestedCap)
-	regsOffset = 56  // offset of r10 in x86_64 struct pt_regs
+	evTime     = 0                   // u64 bpf_ktime_get_ns
+	evPidTgid  = 8                   // u64 tgid<<32 | tid
+	evKind     = 16                  // u32 kindEnter, kindExit
+	evDataLen  = 20                  // u32 bytes of data read
+	evNr       = 24                  // u64 syscall number
+	evRet      = 32                  // s64 return value (exit)
+	evRegs     = 40                  // struct pt_regs bytes 56..128: r10 r9 r8 ax cx dx si di orig_ax
+	evData     = 112                 // ioctl argument, or open's file name
+	evNestLen  = evData + argCopy    // u32 ×2: bytes read of each nested buffer
+	evNest     = evNestLen + 8       // 2 × nestCopy
+	eventSize  = evNest + 2*nestCopy // an ioctl's event
+	pathEvent  = evData + pathCopy   // an open's
+	shortEvent = evData              // the others': registers only
+	argCopy    = 512                 // bytes of an ioctl argument copied; Go trims to the struct size
+	nestCopy   = 256                 // bytes of a pointed-to buffer copied (abi.NestedCap)
+	regsOffset = 56                  // offset of r10 in x86_64 struct pt_regs
 	regsLen    = 72
 	origAxOff  = 120 // offset of orig_ax in x86_64 struct pt_regs
 	pathCopy   = 256
@@ -92,12 +94,18 @@ func tgidFilter(m progMaps, exit string) asm.Instructions {
 	}
 }
 
-// reserve takes a ring buffer slot into R9 and fills the header; R8 holds
-// the syscall number.
+// reserve takes a ring buffer slot into R9, as big as the syscall in R8
+// needs, and fills the header.
 func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 	return asm.Instructions{
-		asm.LoadMapPtr(asm.R1, m.events),
 		asm.Mov.Imm(asm.R2, eventSize),
+		asm.JEq.Imm(asm.R8, sysIoctl, "sized"),
+		asm.Mov.Imm(asm.R2, pathEvent),
+		asm.JEq.Imm(asm.R8, sysOpen, "sized"),
+		asm.JEq.Imm(asm.R8, sysOpenat, "sized"),
+		asm.JEq.Imm(asm.R8, sysOpenat2, "sized"),
+		asm.Mov.Imm(asm.R2, shortEvent),
+		asm.LoadMapPtr(asm.R1, m.events).WithSymbol("sized"),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JEq.Imm(asm.R0, 0, "lost"),
@@ -108,8 +116,6 @@ func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 		asm.StoreMem(asm.R9, evNr, asm.R8, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.R9, evRet, asm.R1, asm.DWord),
-		asm.StoreImm(asm.R9, evNestLen, 0, asm.Word),
-		asm.StoreImm(asm.R9, evNestLen+4, 0, asm.Word),
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.R9, evTime, asm.R0, asm.DWord),
 		// The registers: the syscall's arguments and number.
@@ -163,6 +169,8 @@ func readUser(p string, ptr int16, max int32, dst, lenAt int16) asm.Instructions
 // from the ABI table) lists them for the command.
 func copyArg(m progMaps, p string, done string) asm.Instructions {
 	insns := asm.Instructions{
+		asm.StoreImm(asm.R9, evNestLen, 0, asm.Word),
+		asm.StoreImm(asm.R9, evNestLen+4, 0, asm.Word),
 		asm.Mov.Imm(asm.R1, argCopy),
 		asm.StoreMem(asm.RFP, stLen, asm.R1, asm.DWord),
 	}

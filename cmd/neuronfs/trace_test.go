@@ -220,3 +220,41 @@ func TestTraceWithoutPrivilege(t *testing.T) {
 		t.Fatalf("stderr %q, want one line starting \"neuronfs trace: eBPF not permitted\"", stderr.String())
 	}
 }
+
+// Traced from outside run with --children, the client (a grandchild of
+// the traced command) is followed; the daemon's on-behalf opens of the
+// device nodes show up under its own tgid.
+func TestTraceChildren(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "children.jsonl")
+	cmd := neuronfs(t, "trace", "--children", "-o", out, "--", os.Args[0], "run", "--instance", "trn2.3xlarge", "--", os.Args[0], "__client", "bringup")
+	if said, err := cmd.Output(); err != nil {
+		t.Fatalf("trace --children: %v\n%s", err, said)
+	}
+	tr := readTrace(t, out)
+	if !tr.Header.Children {
+		t.Errorf("header %+v", tr.Header)
+	}
+	byTgid := map[int][]string{}
+	for _, r := range tr.Records {
+		name := r.Op
+		if r.Op == trace.OpIoctl {
+			name = r.Name
+		}
+		byTgid[r.TGID] = append(byTgid[r.TGID], name)
+	}
+	found := false
+	for tgid, calls := range byTgid {
+		if strings.Join(calls, " ") == strings.Join(bringupCalls, " ") {
+			found = true
+			continue
+		}
+		for _, c := range calls {
+			if c != trace.OpOpen && c != trace.OpClose {
+				t.Errorf("tgid %d (not the client) made %s", tgid, c)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no process made the bring-up calls: %v", byTgid)
+	}
+}
