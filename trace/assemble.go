@@ -27,6 +27,8 @@ type assembler struct {
 	seq      int
 	emit     func(*Record) error
 	isDevice func(path string) bool
+	// deviceFD mirrors the fd table's devices into the probe (nil: none).
+	deviceFD func(tgid, fd int, device bool) error
 }
 
 type mapping struct {
@@ -69,11 +71,12 @@ func (a *assembler) event(e rawEvent) error {
 	case sysClose:
 		// Only from the table: procfs no longer knows a closed fd.
 		r.Op, r.FD = OpClose, int(int32(e.args[0]))
-		if r.Path = a.fds[e.tgid][r.FD]; !a.isDevice(r.Path) {
-			delete(a.fds[e.tgid], r.FD)
+		r.Path = a.fds[e.tgid][r.FD]
+		a.setFD(e.tgid, r.FD, "")
+		delete(a.fds[e.tgid], r.FD)
+		if !a.isDevice(r.Path) {
 			return nil
 		}
-		delete(a.fds[e.tgid], r.FD)
 	case sysIoctl:
 		r.Op, r.FD = OpIoctl, int(int32(e.args[0]))
 		if r.Path = a.fdPath(e.tgid, r.FD); !a.isDevice(r.Path) {
@@ -166,7 +169,11 @@ func (a *assembler) setFD(tgid, fd int, path string) {
 		m = map[int]string{}
 		a.fds[tgid] = m
 	}
+	was := a.isDevice(m[fd])
 	m[fd] = path
+	if now := a.isDevice(path); now != was && a.deviceFD != nil {
+		a.deviceFD(tgid, fd, now)
+	}
 }
 
 // fdPath resolves an fd: from the opens seen, else from procfs (an fd

@@ -26,6 +26,7 @@ var ErrNotPermitted = errors.New("eBPF not permitted (run as root, or with CAP_B
 type Probe struct {
 	tgids, inflight, nested, events *ebpf.Map
 	lost                            *ebpf.Map // [0]: events the full ring dropped
+	devfds                          *ebpf.Map // tgid<<32|fd of device fds
 	progs                           []*ebpf.Program
 	links                           []link.Link
 	reader                          *ringbuf.Reader
@@ -72,10 +73,13 @@ func NewProbe(o ProbeOptions) (_ *Probe, err error) {
 	if p.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nfs_lost", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
 		return nil, permission(fmt.Errorf("creating the lost-event counter: %w", err))
 	}
+	if p.devfds, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nfs_devfds", Type: ebpf.Hash, KeySize: 8, ValueSize: 4, MaxEntries: 16384}); err != nil {
+		return nil, permission(fmt.Errorf("creating the device-fd map: %w", err))
+	}
 	if err := p.fillNested(o.Table); err != nil {
 		return nil, err
 	}
-	m := progMaps{tgids: p.tgids.FD(), inflight: p.inflight.FD(), nested: p.nested.FD(), events: p.events.FD(), lost: p.lost.FD()}
+	m := progMaps{tgids: p.tgids.FD(), inflight: p.inflight.FD(), nested: p.nested.FD(), events: p.events.FD(), lost: p.lost.FD(), devfds: p.devfds.FD()}
 	if err := p.attach("sys_enter", enterProg(m)); err != nil {
 		return nil, err
 	}
@@ -190,6 +194,23 @@ func (p *Probe) Add(tgid int) error {
 	return nil
 }
 
+// SetDeviceFD tells the programs whether an fd of a process is a device,
+// so its ioctls of types other than 'N' are recorded too. Until Go has seen
+// the open, those are missed (the driver answers none of them).
+func (p *Probe) SetDeviceFD(tgid, fd int, device bool) error {
+	key := uint64(tgid)<<32 | uint64(uint32(fd))
+	if !device {
+		if err := p.devfds.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("trace: device-fd map: %w", err)
+		}
+		return nil
+	}
+	if err := p.devfds.Put(key, uint32(1)); err != nil {
+		return fmt.Errorf("trace: device-fd map: %w", err)
+	}
+	return nil
+}
+
 // Lost returns how many events found the ring buffer full.
 func (p *Probe) Lost() (uint64, error) {
 	var n uint64
@@ -214,7 +235,7 @@ func (p *Probe) Close() error {
 	for _, prog := range p.progs {
 		errs = append(errs, prog.Close())
 	}
-	for _, m := range []*ebpf.Map{p.tgids, p.inflight, p.nested, p.events, p.lost} {
+	for _, m := range []*ebpf.Map{p.tgids, p.inflight, p.nested, p.events, p.lost, p.devfds} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}

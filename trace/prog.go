@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // The eBPF side, written with cilium's asm package (no C compiler needed).
@@ -65,7 +67,7 @@ var argRegs = [6]int{regDI, regSI, regDX, regR10, regR8, regR9}
 
 // maps is what the programs refer to, by fd.
 type progMaps struct {
-	tgids, inflight, nested, events, lost int
+	tgids, inflight, nested, events, lost, devfds int
 }
 
 // Stack slots (offsets from R10).
@@ -76,7 +78,41 @@ const (
 	stNPtr  = -32 // u64 nested pointer
 	stNLen  = -40 // u64 nested length
 	stValue = -48 // u32 map value
+	stSI    = -64 // u64 rsi, then rdi at -56
+	stFdKey = -72 // u64 tgid<<32 | fd
 )
+
+// ioctlFilter skips to skip an ioctl that is neither a Neuron command
+// (type 'N') nor on an fd Go has seen to be a device (the devfds map):
+// other programs' ioctls (a seccomp supervisor's, a terminal's) would
+// flood the ring. R7 holds pid_tgid; R6 the context.
+func ioctlFilter(m progMaps, skip string) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, stSI),
+		asm.Mov.Imm(asm.R2, 16),
+		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord),
+		asm.Add.Imm(asm.R3, 104), // rsi, rdi in struct pt_regs
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, skip),
+		asm.LoadMem(asm.R1, asm.RFP, stSI, asm.DWord),
+		asm.RSh.Imm(asm.R1, 8),
+		asm.And.Imm(asm.R1, 0xff),
+		asm.JEq.Imm(asm.R1, int32(ioctl.Magic), "ioctl_keep"),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.RSh.Imm(asm.R1, 32),
+		asm.LSh.Imm(asm.R1, 32),
+		asm.LoadMem(asm.R2, asm.RFP, stSI+8, asm.Word), // the fd: rdi's low half
+		asm.Or.Reg(asm.R1, asm.R2),
+		asm.StoreMem(asm.RFP, stFdKey, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, m.devfds),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stFdKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, skip),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("ioctl_keep"),
+	}
+}
 
 // tgidFilter returns from the program unless the current tgid is traced;
 // it leaves pid_tgid in R7.
@@ -264,13 +300,15 @@ func enterProg(m progMaps) asm.Instructions {
 	insns = append(insns, tgidFilter(m, "exit")...)
 	insns = append(insns,
 		asm.LoadMem(asm.R8, asm.R6, 8, asm.DWord), // ctx->args[1]: syscall number
-		asm.JEq.Imm(asm.R8, sysIoctl, "keep"),
+		asm.JEq.Imm(asm.R8, sysIoctl, "is_ioctl"),
 		asm.JEq.Imm(asm.R8, sysMmap, "keep"),
 		asm.JEq.Imm(asm.R8, sysMunmap, "keep"),
 		asm.JEq.Imm(asm.R8, sysClose, "keep"),
 		asm.Ja.Label("exit"),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("keep"),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("is_ioctl"),
 	)
+	insns = append(insns, ioctlFilter(m, "exit")...)
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("keep"))
 	insns = append(insns, reserve(m, kindEnter, "exit")...)
 	insns = append(insns,
 		asm.JNE.Imm(asm.R8, sysIoctl, "submit"),
@@ -307,7 +345,7 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "exit"),
 		asm.LoadMem(asm.R8, asm.RFP, stArg, asm.DWord),
-		asm.JEq.Imm(asm.R8, sysIoctl, "keep"),
+		asm.JEq.Imm(asm.R8, sysIoctl, "is_ioctl"),
 		asm.JEq.Imm(asm.R8, sysMmap, "keep"),
 		asm.JEq.Imm(asm.R8, sysMunmap, "keep"),
 		asm.JEq.Imm(asm.R8, sysClose, "keep"),
@@ -315,8 +353,10 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.JEq.Imm(asm.R8, sysOpenat, "keep"),
 		asm.JEq.Imm(asm.R8, sysOpenat2, "keep"),
 		asm.Ja.Label("exit"),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("keep"),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("is_ioctl"),
 	)
+	insns = append(insns, ioctlFilter(m, "exit")...)
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("keep"))
 	insns = append(insns, reserve(m, kindExit, "exit")...)
 	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.R6, 8, asm.DWord), // ctx->args[1]: return value

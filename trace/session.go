@@ -40,7 +40,7 @@ type Session struct {
 	asm    *assembler
 	done   chan error
 	log    *logrus.Entry
-	events int
+	events map[uint64]int // by syscall number, for the debug log
 	// stopping ends the reader at the next drained ring.
 	stopping atomic.Bool
 }
@@ -70,10 +70,11 @@ func Start(o Options) (*Session, error) {
 		probe.Close()
 		return nil, err
 	}
-	s := &Session{probe: probe, w: w, asm: newAssembler(tab, w.Write), done: make(chan error, 1), log: o.Log}
+	s := &Session{probe: probe, w: w, asm: newAssembler(tab, w.Write), done: make(chan error, 1), log: o.Log, events: map[uint64]int{}}
 	if o.Device != nil {
 		s.asm.isDevice = o.Device
 	}
+	s.asm.deviceFD = probe.SetDeviceFD
 	go func() { s.done <- s.loop() }()
 	return s, nil
 }
@@ -126,7 +127,7 @@ func (s *Session) loop() error {
 		if err != nil {
 			return err
 		}
-		s.events++
+		s.events[e.nr]++
 		if err := s.asm.event(e); err != nil {
 			return err
 		}
