@@ -14,7 +14,12 @@ import (
 )
 
 // sampleTraces are recordings of the bring-up client, checked in so a
-// change in the emulation shows up as a replay difference.
+// change in the emulation shows up as a replay difference. After an
+// intended change, record again (as root, from the repository root):
+//
+//	go build -o /tmp/neuronfs ./cmd/neuronfs && go test -c -o /tmp/nfstest ./cmd/neuronfs &&
+//	/tmp/neuronfs run --instance trn2.3xlarge -- /tmp/neuronfs trace \
+//	    -o cmd/neuronfs/testdata/traces/bringup-trn2.3xlarge.jsonl -- /tmp/nfstest __client bringup
 var sampleTraces = []string{"testdata/traces/bringup-trn2.3xlarge.jsonl"}
 
 // replayTable runs replay and returns its table, stderr and exit status.
