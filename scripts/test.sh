@@ -30,3 +30,4 @@ go test -race -count=1 ./...
 fuzztime=${NEURONFS_FUZZTIME:-15s}
 go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="$fuzztime"
 go test ./dma -run='^$' -fuzz='^FuzzExecute$' -fuzztime=10s
+go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=10s

@@ -14,6 +14,10 @@ Usage:
   neuronfs run [flags] -- CMD [ARGS...]  run CMD with /dev/neuronN and the driver's sysfs in place
   neuronfs ls [--json-output] [--root DIR] list the Neuron devices (works on real hardware too)
   neuronfs instances                     list the instance profiles
+  neuronfs trace [-p PID | -- CMD [ARGS...]] [-o FILE] [--children]
+                                         record every call on /dev/neuron* (eBPF; needs root)
+  neuronfs trace --decode FILE           print a trace with field names and values
+  neuronfs replay FILE [flags] [--strict] re-issue a trace against emulated devices and compare
 
 Run 'neuronfs mount -h' or 'neuronfs run -h' for the flags.
 `
@@ -28,10 +32,14 @@ func main() {
 		"run":       cmdRun,
 		"instances": cmdInstances,
 		"ls":        cmdLs,
+		"trace":     cmdTrace,
+		"replay":    cmdReplay,
 		// Internal steps of mount and run, executed in child processes.
-		nsRunCmd: cmdNsRun,
-		execCmd:  cmdExec,
-		reapCmd:  cmdReap,
+		nsRunCmd:  cmdNsRun,
+		execCmd:   cmdExec,
+		reapCmd:   cmdReap,
+		traceeCmd: cmdTracee,
+		replayCmd: cmdReplayInside,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/trace"
+	"github.com/neuronfs/neuronfs/trace/replay"
+)
+
+// replayCmd is the hidden half of replay that runs inside `run`.
+const replayCmd = "__replay"
+
+func cmdReplay(args []string) int {
+	fl := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var h hostFlags
+	// The host flags, except run's --strict (the daemon's sanitizer):
+	// here --strict is about the comparison.
+	hfl := flag.NewFlagSet("", flag.ContinueOnError)
+	h.register(hfl)
+	hfl.VisitAll(func(f *flag.Flag) {
+		if f.Name != "strict" {
+			fl.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	strict := fl.Bool("strict", false, "stop with a non-zero status at the first call that differs")
+	fl.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: neuronfs replay FILE [--instance NAME ...] [--strict]")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	// The file may come before the flags.
+	file := fl.Arg(0)
+	if err := fl.Parse(fl.Args()[min(1, fl.NArg()):]); err != nil {
+		return 2
+	}
+	if file == "" || fl.NArg() > 0 {
+		fl.Usage()
+		return 2
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return 1
+	}
+	t, err := trace.Read(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "neuronfs replay: %s: %v\n", file, err)
+		return 1
+	}
+	// Unless told otherwise, emulate the recorded driver and architecture.
+	set := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["driver-version"] && slices.Contains(ioctl.Versions(), t.Header.DriverVersion) {
+		h.driver = t.Header.DriverVersion
+	}
+	if _, err := dhal.LookupInstance(t.Header.Instance); err == nil && !set["instance"] && !set["arch"] {
+		h.instance = t.Header.Instance
+	} else if !set["instance"] && !set["arch"] {
+		if nd, _, _ := strings.Cut(t.Header.Architecture, " "); strings.HasPrefix(nd, "ND") {
+			if _, err := parseArch(strings.TrimPrefix(nd, "ND")); err == nil {
+				h.arch = strings.TrimPrefix(nd, "ND")
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "neuronfs replay: needs root (it replays inside neuronfs run); try sudo")
+		return 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return 1
+	}
+	runArgs := append([]string{"run"}, h.args()...)
+	runArgs = append(runArgs, "--", self, replayCmd, fmt.Sprintf("--strict=%v", *strict), file)
+	cmd := exec.Command(self, runArgs...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return runForwardingSignals(cmd, 1)
+}
+
+func cmdReplayInside(args []string) int {
+	fl := flag.NewFlagSet(replayCmd, flag.ContinueOnError)
+	strict := fl.Bool("strict", false, "")
+	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
+		return 2
+	}
+	f, err := os.Open(fl.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return 1
+	}
+	t, err := trace.Read(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "neuronfs replay: %s: %v\n", fl.Arg(0), err)
+		return 1
+	}
+	results, err := replay.Run(t, replay.Options{Strict: *strict})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return 1
+	}
+	if *strict {
+		if last := results[len(results)-1]; last.Status == replay.Differ {
+			fmt.Fprintf(os.Stderr, "neuronfs replay: call %d (%s) differs: %s\n", last.Seq, last.Call, strings.Join(last.Diffs, "; "))
+			return 1
+		}
+	}
+	if err := replay.WriteTable(os.Stdout, results); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return 1
+	}
+	if replay.Summarize(results).Differ > 0 {
+		return 1
+	}
+	return 0
+}

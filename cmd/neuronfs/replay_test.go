@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/neuronfs/neuronfs/trace"
+	"github.com/neuronfs/neuronfs/trace/abi"
+)
+
+// sampleTraces are recordings of the bring-up client, checked in so a
+// change in the emulation shows up as a replay difference. After an
+// intended change, record again (as root, from the repository root):
+//
+//	go build -o /tmp/neuronfs ./cmd/neuronfs && go test -c -o /tmp/nfstest ./cmd/neuronfs &&
+//	/tmp/neuronfs run --instance trn2.3xlarge -- /tmp/neuronfs trace \
+//	    -o cmd/neuronfs/testdata/traces/bringup-trn2.3xlarge.jsonl -- /tmp/nfstest __client bringup
+var sampleTraces = []string{"testdata/traces/bringup-trn2.3xlarge.jsonl"}
+
+// replayTable runs replay and returns its table, stderr and exit status.
+func replayTable(t *testing.T, path string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := neuronfs(t, append([]string{"replay", path}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), status
+}
+
+// rows returns the replay table's RESULT column by SEQ.
+func rows(t *testing.T, table string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[0] != "SEQ" && !strings.HasSuffix(f[1], "calls:") {
+			if f[1] == "open" || f[1] == "close" || f[1] == "mmap" || f[1] == "munmap" {
+				out[f[0]] = f[3]
+			} else {
+				out[f[0]] = f[2]
+			}
+		} else if len(f) == 3 {
+			out[f[0]] = f[2]
+		}
+	}
+	return out
+}
+
+func assertAllMatch(t *testing.T, path string, n int) {
+	t.Helper()
+	table, stderr, status := replayTable(t, path)
+	if status != 0 {
+		t.Fatalf("replay of %s: status %d\n%s%s", path, status, table, stderr)
+	}
+	r := rows(t, table)
+	if len(r) != n {
+		t.Fatalf("replay table has %d calls, want %d:\n%s", len(r), n, table)
+	}
+	for seq, res := range r {
+		if res != "match" {
+			t.Errorf("call %s: %s\n%s", seq, res, table)
+		}
+	}
+	if !strings.Contains(table, "differ, 0 skipped") || !strings.Contains(table, " 0 differ") {
+		t.Errorf("summary:\n%s", table)
+	}
+	if _, stderr, status := replayTable(t, path, "--strict"); status != 0 {
+		t.Fatalf("replay --strict: status %d: %s", status, stderr)
+	}
+}
+
+func TestReplayBringup(t *testing.T) {
+	path, _ := recordBringup(t)
+	assertAllMatch(t, path, len(bringupCalls))
+
+	tr := readTrace(t, path)
+	// Change what one call returned (MEM_GET_EXTENDED_INFO's size, the
+	// 8th call) and, in another copy, one call's errno (MEMSET64, the
+	// 13th): replay must name that call and only that one.
+	sizeOf := func(r *trace.Record, name string) abi.Field {
+		_, s, _ := abi.ForCommand(tr.Table(), r.Cmd)
+		for _, f := range s.Fields {
+			if f.Name == name {
+				return f
+			}
+		}
+		t.Fatalf("no member %s", name)
+		return abi.Field{}
+	}
+	for _, c := range []struct {
+		seq    int
+		change func(r *trace.Record)
+		want   string
+	}{
+		{8, func(r *trace.Record) { abi.PutUint(r.After, sizeOf(r, "size"), 8193) }, "size: recorded 8193, got 8192"},
+		{13, func(r *trace.Record) { r.Ret, r.Errno, r.Error = -1, 22, "EINVAL" }, "errno: recorded EINVAL, got none"},
+	} {
+		altered := *tr
+		altered.Records = append([]trace.Record(nil), tr.Records...)
+		r := &altered.Records[c.seq-1]
+		r.After = append(trace.Bytes(nil), r.After...)
+		c.change(r)
+		alteredPath := filepath.Join(t.TempDir(), "altered.jsonl")
+		writeTrace(t, alteredPath, &altered)
+
+		table, _, status := replayTable(t, alteredPath)
+		if status == 0 {
+			t.Errorf("seq %d altered: replay status 0\n%s", c.seq, table)
+		}
+		for seq, res := range rows(t, table) {
+			if want := map[bool]string{true: "differ", false: "match"}[seq == itoa(c.seq)]; res != want {
+				t.Errorf("seq %d altered: call %s is %s, want %s\n%s", c.seq, seq, res, want, table)
+			}
+		}
+		if !strings.Contains(table, c.want) {
+			t.Errorf("seq %d altered: table lacks %q:\n%s", c.seq, c.want, table)
+		}
+		_, stderr, status := replayTable(t, alteredPath, "--strict")
+		if status == 0 || !strings.Contains(stderr, "call "+itoa(c.seq)+" (") || !strings.Contains(stderr, c.want) {
+			t.Errorf("seq %d altered: --strict status %d, stderr %q", c.seq, status, stderr)
+		}
+	}
+}
+
+func TestReplaySampleTraces(t *testing.T) {
+	for _, p := range sampleTraces {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			assertAllMatch(t, p, len(readTrace(t, p).Records))
+		})
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func writeTrace(t *testing.T, path string, tr *trace.Trace) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := trace.NewWriter(f, tr.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tr.Records {
+		if err := w.Write(&tr.Records[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}

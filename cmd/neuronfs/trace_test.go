@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/trace"
+	"github.com/neuronfs/neuronfs/trace/abi"
+)
+
+// recordBringup traces the bring-up client inside `neuronfs run` and
+// returns the trace file and what the client printed.
+func recordBringup(t *testing.T) (string, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bringup.jsonl")
+	cmd := neuronfs(t, "run", "--instance", "trn2.3xlarge", "--", os.Args[0], "trace", "-o", out, "--", os.Args[0], "__client", "bringup")
+	said, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("trace of the bring-up client: %v\n%s", err, said)
+	}
+	return out, string(said)
+}
+
+func readTrace(t *testing.T, path string) *trace.Trace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := trace.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// field reads a named member of a recorded argument.
+func field(t *testing.T, r *trace.Record, after bool, name string) uint64 {
+	t.Helper()
+	tr := &trace.Trace{}
+	_, s, _ := abi.ForCommand(tr.Table(), r.Cmd)
+	b := r.Before
+	if after {
+		b = r.After
+	}
+	for _, f := range s.Fields {
+		if f.Name == name {
+			v, ok := abi.Uint(b, f)
+			if !ok {
+				t.Fatalf("seq %d %s.%s not recorded", r.Seq, r.Name, name)
+			}
+			return v
+		}
+	}
+	t.Fatalf("%s has no member %s", r.Name, name)
+	return 0
+}
+
+func nested(t *testing.T, r *trace.Record, name string) trace.Nested {
+	t.Helper()
+	for _, n := range r.Nested {
+		if n.Field == name {
+			return n
+		}
+	}
+	t.Fatalf("seq %d %s: no nested buffer %s", r.Seq, r.Name, name)
+	return trace.Nested{}
+}
+
+func TestTraceBringup(t *testing.T) {
+	path, said := recordBringup(t)
+	var h1, h2, nqOff, nqHandle, bitmap uint64
+	if _, err := fmt.Sscanf(said, "handles %d %d nq %v %d bitmap %v", &h1, &h2, &nqOff, &nqHandle, &bitmap); err != nil {
+		t.Fatalf("client said %q: %v", said, err)
+	}
+	tr := readTrace(t, path)
+	if tr.Header.DriverVersion != "2.25.4.0" || tr.Header.Architecture != "NDv3 Trainium2" || tr.Header.Machine != "amd64" {
+		t.Errorf("header %+v", tr.Header)
+	}
+	var got []string
+	for _, r := range tr.Records {
+		if r.Op == trace.OpIoctl {
+			got = append(got, r.Name)
+		} else {
+			got = append(got, r.Op)
+		}
+		if r.Path != "/dev/neuron0" {
+			t.Errorf("seq %d: path %q", r.Seq, r.Path)
+		}
+		if r.Ret != 0 || r.Errno != 0 {
+			if !(r.Op == trace.OpOpen && r.Ret == int64(r.FD)) {
+				t.Errorf("seq %d %s: ret %d errno %d", r.Seq, r.Name, r.Ret, r.Errno)
+			}
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(bringupCalls, " ") {
+		t.Fatalf("calls:\n got %v\nwant %v", got, bringupCalls)
+	}
+	rec := func(i int) *trace.Record { return &tr.Records[i] }
+
+	// The two opens: read-write, then write-only; the closes in reverse.
+	if rec(0).Flags&3 != 2 || rec(18).Flags&3 != 1 || rec(21).FD != rec(18).FD || rec(22).FD != rec(0).FD {
+		t.Errorf("opens/closes: %+v %+v %+v %+v", rec(0), rec(18), rec(21), rec(22))
+	}
+	if v := field(t, rec(1), true, "architecture"); v != 3 {
+		t.Errorf("DEVICE_BASIC_INFO architecture %d", v)
+	}
+	for i, c := range []struct {
+		seq        int
+		size, host uint64
+		handle     uint64
+	}{{5, 4096, 0, h1}, {7, 8192, 1, h2}} {
+		r := rec(c.seq)
+		if field(t, r, false, "size") != c.size || field(t, r, false, "host_memory") != c.host {
+			t.Errorf("alloc %d: %x", i, r.Before)
+		}
+		n := nested(t, r, "mem_handle")
+		if n.Len != 8 || len(n.After) != 8 || leU64(n.After) != c.handle {
+			t.Errorf("alloc %d: nested handle %+v, want %d", i, n, c.handle)
+		}
+		info := rec(c.seq + 1)
+		if field(t, info, false, "mem_handle") != c.handle || field(t, info, true, "size") != c.size {
+			t.Errorf("MEM_GET_EXTENDED_INFO %d: %x", i, info.After)
+		}
+	}
+	w := rec(9)
+	if field(t, w, false, "mem_handle") != h1 || field(t, w, false, "size") != 64 || field(t, w, false, "copy_to_mem_handle") != 1 {
+		t.Errorf("MEM_BUF_COPY64 write: %x", w.Before)
+	}
+	if n := nested(t, w, "buffer"); n.Len != 64 || !bytes.Equal(n.Before, bringupPattern) {
+		t.Errorf("MEM_BUF_COPY64 write buffer %+v", n)
+	}
+	cp := rec(10)
+	if field(t, cp, false, "src_mem_handle") != h1 || field(t, cp, false, "dst_mem_handle") != h2 || field(t, cp, false, "size") != 64 || field(t, cp, false, "dst_offset") != 128 {
+		t.Errorf("MEM_COPY64: %x", cp.Before)
+	}
+	rd := rec(11)
+	if field(t, rd, false, "mem_handle") != h2 || field(t, rd, false, "offset") != 128 || field(t, rd, false, "copy_to_mem_handle") != 0 {
+		t.Errorf("MEM_BUF_COPY64 read: %x", rd.Before)
+	}
+	if n := nested(t, rd, "buffer"); !bytes.Equal(n.After, bringupPattern) {
+		t.Errorf("MEM_BUF_COPY64 read buffer after %x", n.After)
+	}
+	ms := rec(12)
+	if field(t, ms, false, "value") != 0xab || field(t, ms, false, "size") != 4096 {
+		t.Errorf("MEMSET64: %x", ms.Before)
+	}
+	nq := rec(13)
+	if field(t, nq, false, "nq_type") != 1 || field(t, nq, false, "size") != 4096 || field(t, nq, true, "mmap_offset") != nqOff || field(t, nq, true, "mem_handle") != nqHandle {
+		t.Errorf("NOTIFICATIONS_INIT_V2: %x", nq.After)
+	}
+	mm, mu := rec(14), rec(15)
+	if mm.Offset != nqOff || mm.Len != 4096 || mm.Addr == 0 || mu.Addr != mm.Addr || mu.Len != 4096 {
+		t.Errorf("mmap %+v munmap %+v", mm, mu)
+	}
+	if field(t, rec(16), false, "mem_handle") != h1 || field(t, rec(17), false, "mem_handle") != h2 {
+		t.Errorf("MEM_FREE handles %x %x", rec(16).Before, rec(17).Before)
+	}
+	mark := rec(19)
+	if field(t, mark, false, "nc_count") != 1 || field(t, mark, false, "end_nc_index") != 7 || field(t, mark, true, "bitmap") != bitmap || field(t, rec(20), false, "bitmap") != bitmap {
+		t.Errorf("CRWL mark/unmark: %x %x", mark.After, rec(20).Before)
+	}
+
+	// The decoder names every member.
+	dec := neuronfs(t, "trace", "--decode", path)
+	text, err := dec.Output()
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	for _, want := range []string{"MEM_ALLOC_V2MT64", "copy_to_mem_handle       1", "value                    171", fmt.Sprintf("mmap_offset              0 -> %d", nqOff), "# driver 2.25.4.0, NDv3 Trainium2"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("decoded trace lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func leU64(b []byte) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// Without the privilege to load eBPF, trace says so in one line.
+func TestTraceWithoutPrivilege(t *testing.T) {
+	testutil.RequireFUSE(t) // for root, to become nobody
+	dir, err := os.MkdirTemp("", "neuronfs-trace-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "neuronfs")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// As nobody, with every capability gone.
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "trace", "--", "true")
+	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if err == nil {
+		t.Fatal("trace succeeded without privileges")
+	}
+	lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "neuronfs trace: eBPF not permitted") {
+		t.Fatalf("stderr %q, want one line starting \"neuronfs trace: eBPF not permitted\"", stderr.String())
+	}
+}
+
+// Traced from outside run with --children, the client (a grandchild of
+// the traced command) is followed; the daemon's on-behalf opens of the
+// device nodes show up under its own tgid.
+func TestTraceChildren(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "children.jsonl")
+	cmd := neuronfs(t, "trace", "--children", "-o", out, "--", os.Args[0], "run", "--instance", "trn2.3xlarge", "--", os.Args[0], "__client", "bringup")
+	if said, err := cmd.Output(); err != nil {
+		t.Fatalf("trace --children: %v\n%s", err, said)
+	}
+	tr := readTrace(t, out)
+	if !tr.Header.Children {
+		t.Errorf("header %+v", tr.Header)
+	}
+	byTgid := map[int][]string{}
+	for _, r := range tr.Records {
+		name := r.Op
+		if r.Op == trace.OpIoctl {
+			name = r.Name
+		}
+		byTgid[r.TGID] = append(byTgid[r.TGID], name)
+	}
+	found := false
+	for tgid, calls := range byTgid {
+		if strings.Join(calls, " ") == strings.Join(bringupCalls, " ") {
+			found = true
+			continue
+		}
+		for _, c := range calls {
+			if c != trace.OpOpen && c != trace.OpClose {
+				t.Errorf("tgid %d (not the client) made %s", tgid, c)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no process made the bring-up calls: %v", byTgid)
+	}
+}

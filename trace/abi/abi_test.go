@@ -1,0 +1,66 @@
+package abi
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+)
+
+// Every member the table lists agrees with ioctl's Go mirror of the same
+// struct, and every command with a layout has its table size.
+func TestFieldsMatchIoctlMirrors(t *testing.T) {
+	tab := ioctl.Default()
+	checked := 0
+	for _, c := range tab.Commands() {
+		_, s, ok := ForCommand(tab, c.Cmd)
+		if !ok {
+			t.Fatalf("%s: not found", c.Name)
+		}
+		if c.ArgType == nil || c.ArgType.Kind() != reflect.Struct {
+			continue
+		}
+		if s.Size != int(c.ArgType.Size()) {
+			t.Errorf("%s: size %d, Go mirror %d", c.Name, s.Size, c.ArgType.Size())
+		}
+		offsets := map[uintptr]bool{}
+		for i := 0; i < c.ArgType.NumField(); i++ {
+			if f := c.ArgType.Field(i); f.Name != "_" {
+				offsets[f.Offset] = true
+			}
+		}
+		for _, f := range s.Fields {
+			if f.Size > 0 && !offsets[uintptr(f.Offset)] {
+				t.Errorf("%s: member %s at %d has no Go field there", c.Name, f.Name, f.Offset)
+			}
+		}
+		checked++
+	}
+	if checked < 60 {
+		t.Fatalf("only %d struct commands checked", checked)
+	}
+}
+
+func TestNestedBuffers(t *testing.T) {
+	tab := ioctl.Default()
+	_, s, _ := ForCommand(tab, ioctl.CmdMemAllocV2MT64)
+	n := NestedBuffers(s, make([]byte, s.Size))
+	if len(n) != 1 || n[0].Field.Name != "mem_handle" || n[0].Len != 8 {
+		t.Fatalf("MEM_ALLOC_V2MT64 nested = %+v", n)
+	}
+	_, s, _ = ForCommand(tab, ioctl.CmdMemBufCopy64)
+	arg := make([]byte, s.Size)
+	for _, f := range s.Fields {
+		if f.Name == "size" {
+			PutUint(arg, f, 1000)
+		}
+	}
+	n = NestedBuffers(s, arg)
+	if len(n) != 1 || n[0].Field.Name != "buffer" || n[0].Len != 1000 || n[0].Capped != NestedCap {
+		t.Fatalf("MEM_BUF_COPY64 nested = %+v", n)
+	}
+	_, s, _ = ForCommand(tab, ioctl.CmdDeviceAppPID)
+	if s.Size != 4 || Format([]byte{0xff, 0xff, 0xff, 0xff}, s.Fields[0]) != "-1" {
+		t.Fatalf("DEVICE_APP_PID layout %+v", s)
+	}
+}

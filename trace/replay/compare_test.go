@@ -1,0 +1,76 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/trace"
+	"github.com/neuronfs/neuronfs/trace/abi"
+)
+
+func TestCompareHandle(t *testing.T) {
+	s := &state{handles: map[uint64]uint64{}}
+	var res Result
+	// A handle handed out: mapped, not compared.
+	s.compareHandle(&res, "h", 0, 7, 9)
+	if len(res.Diffs) != 0 || len(res.NotCompared) != 1 || s.handles[7] != 9 {
+		t.Fatalf("new handle: %+v %v", res, s.handles)
+	}
+	// Then compared through the map.
+	res = Result{}
+	s.compareHandle(&res, "h", 7, 7, 9)
+	if len(res.Diffs) != 0 || len(res.NotCompared) != 0 {
+		t.Fatalf("mapped handle: %+v", res)
+	}
+	s.compareHandle(&res, "h", 7, 7, 8)
+	if len(res.Diffs) != 1 || !strings.Contains(res.Diffs[0], "(replayed as 9), got 8") {
+		t.Fatalf("wrong handle: %+v", res)
+	}
+	// An input the call left alone but that no call returned: a difference
+	// only if it changed.
+	res = Result{}
+	s.compareHandle(&res, "h", 5, 5, 6)
+	if len(res.Diffs) != 1 {
+		t.Fatalf("unmapped handle: %+v", res)
+	}
+}
+
+func TestCompareFields(t *testing.T) {
+	tab := ioctl.Default()
+	_, st, _ := abi.ForCommand(tab, ioctl.CmdMemGetExtendedInfo)
+	put := func(b []byte, name string, v uint64) {
+		for _, f := range st.Fields {
+			if f.Name == name {
+				abi.PutUint(b, f, v)
+			}
+		}
+	}
+	before := make([]byte, st.Size)
+	put(before, "mem_handle", 3)
+	after := append([]byte{}, before...)
+	put(after, "size", 4096)
+	put(after, "pid", 1234)
+	r := &trace.Record{Seq: 1, Op: trace.OpIoctl, TGID: 1234, Cmd: ioctl.CmdMemGetExtendedInfo, Name: "NEURON_IOCTL_MEM_GET_EXTENDED_INFO", Size: st.Size, Before: before, After: after}
+	s := &state{tab: tab, handles: map[uint64]uint64{3: 4}, tgids: map[int]bool{1234: true}}
+	got := make([]byte, st.Size)
+	put(got, "mem_handle", 4)
+	put(got, "size", 4096)
+	put(got, "pid", ourPID())
+	var res Result
+	for _, f := range st.Fields {
+		s.compareField(&res, r, st, f, got)
+	}
+	if len(res.Diffs) != 0 {
+		t.Fatalf("same output differs: %v", res.Diffs)
+	}
+	put(got, "size", 4097)
+	put(got, "pid", ourPID()+1)
+	res = Result{}
+	for _, f := range st.Fields {
+		s.compareField(&res, r, st, f, got)
+	}
+	if len(res.Diffs) != 2 || !strings.Contains(res.Diffs[0], "size: recorded 4096, got 4097") && !strings.Contains(res.Diffs[1], "size: recorded 4096, got 4097") {
+		t.Fatalf("diffs %v", res.Diffs)
+	}
+}

@@ -1,0 +1,182 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/neuronfs/neuronfs/trace"
+	"github.com/neuronfs/neuronfs/trace/abi"
+)
+
+// unknownBuffer is what a pointer member gets when the trace does not
+// say how big its buffer is.
+const unknownBuffer = 4096
+
+func (s *state) ioctl(r *trace.Record) (Result, error) {
+	res := Result{Call: strings.TrimPrefix(r.Name, "NEURON_IOCTL_")}
+	if r.Name == "" {
+		res.Call = fmt.Sprintf("ioctl %#x", r.Cmd)
+	}
+	skip := func(why string) (Result, error) {
+		res.Status, res.NotCompared = Skipped, []string{why}
+		return res, nil
+	}
+	fd, ok := s.fds[fdKey{r.TGID, r.FD}]
+	if !ok {
+		return skip("fd was not opened in the trace")
+	}
+	c, st, known := abi.ForCommand(s.tab, r.Cmd)
+	switch {
+	case !known:
+		return skip("command unknown to the ABI table")
+	case c.ArgSize == 0:
+		// No argument: the value passed means nothing to the driver.
+		ret, e := sysIoctl(fd, r.Cmd, 0)
+		result(&res, r, ret, e)
+		return finish(res), nil
+	case st.Size == 0:
+		return skip("argument layout unknown")
+	case len(r.Before) < st.Size:
+		return skip("argument not recorded in full")
+	}
+	buf, addr, err := s.mem.alloc(st.Size)
+	if err != nil {
+		return res, err
+	}
+	copy(buf, r.Before)
+	nested := map[string][]byte{}
+	for _, f := range st.Fields {
+		old, _ := abi.Uint(r.Before, f)
+		switch {
+		case f.Pointer() && old != 0:
+			n := recordedNested(r, f.Name)
+			size := unknownBuffer
+			if n != nil {
+				size = n.Len
+			} else {
+				res.NotCompared = append(res.NotCompared, f.Name+" buffer (size unknown, a zeroed page passed)")
+			}
+			nb, naddr, err := s.mem.alloc(size)
+			if err != nil {
+				return res, err
+			}
+			if n != nil {
+				copy(nb, n.Before)
+			}
+			nested[f.Name] = nb
+			abi.PutUint(buf, f, naddr)
+		case f.Handle() && old != 0:
+			if h, ok := s.handles[old]; ok {
+				abi.PutUint(buf, f, h)
+			} else {
+				res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s %d passed as recorded (no earlier call returned it)", f.Name, old))
+			}
+		}
+	}
+	ret, e := sysIoctl(fd, r.Cmd, addr)
+	result(&res, r, ret, e)
+	if len(r.After) < st.Size {
+		res.NotCompared = append(res.NotCompared, "output (not recorded)")
+		return finish(res), nil
+	}
+	for _, f := range st.Fields {
+		s.compareField(&res, r, st, f, buf)
+	}
+	for _, n := range r.Nested {
+		s.compareNested(&res, n, nested[n.Field])
+	}
+	return finish(res), nil
+}
+
+func recordedNested(r *trace.Record, field string) *trace.Nested {
+	for i := range r.Nested {
+		if r.Nested[i].Field == field {
+			return &r.Nested[i]
+		}
+	}
+	return nil
+}
+
+func (s *state) compareField(res *Result, r *trace.Record, st abi.Struct, f abi.Field, got []byte) {
+	if f.Size == 0 {
+		return
+	}
+	want := r.After[f.Offset : f.Offset+f.Size]
+	have := got[f.Offset : f.Offset+f.Size]
+	oldBefore, _ := abi.Uint(r.Before, f)
+	oldAfter, _ := abi.Uint(r.After, f)
+	newAfter, _ := abi.Uint(got, f)
+	switch {
+	case f.Pointer():
+		if oldBefore != 0 || oldAfter != 0 {
+			res.NotCompared = append(res.NotCompared, f.Name+" (pointer, rewritten)")
+			return
+		}
+	case f.Handle():
+		s.compareHandle(res, f.Name, oldBefore, oldAfter, newAfter)
+		return
+	case isPID(r, f) && s.tgids[int(oldAfter)]:
+		if newAfter != ourPID() {
+			res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded the caller's pid %d, got %d (not ours, %d)", f.Name, oldAfter, newAfter, ourPID()))
+		}
+		return
+	}
+	if !bytes.Equal(want, have) {
+		res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %s, got %s", f.Name, abi.Format(r.After, f), abi.Format(got, f)))
+	}
+}
+
+// isPID says whether a member holds a process id (compared as "the
+// caller's" when it was the traced process's).
+func isPID(r *trace.Record, f abi.Field) bool {
+	return f.Name == "pid" || strings.HasSuffix(f.Name, "_pid") || (r.Name == "NEURON_IOCTL_DEVICE_APP_PID" && f.Name == "value")
+}
+
+// compareHandle checks a handle through the map of recorded to new
+// handles; a handle the call handed out joins the map.
+func (s *state) compareHandle(res *Result, name string, oldBefore, oldAfter, newAfter uint64) {
+	if oldAfter == 0 && newAfter == 0 {
+		return
+	}
+	if h, ok := s.handles[oldAfter]; ok {
+		if h != newAfter {
+			res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %d (replayed as %d), got %d", name, oldAfter, h, newAfter))
+		}
+		return
+	}
+	if oldAfter != oldBefore && oldAfter != 0 && newAfter != 0 {
+		s.handles[oldAfter] = newAfter
+		res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
+		return
+	}
+	res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %d, got %d", name, oldAfter, newAfter))
+}
+
+func (s *state) compareNested(res *Result, n trace.Nested, got []byte) {
+	if got == nil || n.After == nil {
+		res.NotCompared = append(res.NotCompared, "*"+n.Field+" (not recorded)")
+		return
+	}
+	// A __u64 a handle pointer leads to is a handle handed out.
+	if strings.HasSuffix(n.Field, "mem_handle") && n.Len == 8 && len(n.After) == 8 {
+		var before uint64
+		if len(n.Before) == 8 {
+			before = binary.LittleEndian.Uint64(n.Before)
+		}
+		s.compareHandle(res, "*"+n.Field, before, binary.LittleEndian.Uint64(n.After), binary.LittleEndian.Uint64(got))
+		return
+	}
+	k := min(len(n.After), len(got))
+	if !bytes.Equal(n.After[:k], got[:k]) {
+		i := 0
+		for i < k && n.After[i] == got[i] {
+			i++
+		}
+		res.Diffs = append(res.Diffs, fmt.Sprintf("*%s: byte %d: recorded %#02x, got %#02x", n.Field, i, n.After[i], got[i]))
+	}
+	if k < n.Len {
+		res.NotCompared = append(res.NotCompared, fmt.Sprintf("*%s bytes %d..%d (beyond the recorded %d)", n.Field, k, n.Len, k))
+	}
+}

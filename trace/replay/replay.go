@@ -1,0 +1,185 @@
+// Package replay re-issues a recorded trace against devices (emulated, in
+// practice) and compares each call's result and output with the recording.
+// What differs between runs by nature is rewritten, not compared: fds,
+// user pointers (fresh buffers of the recorded sizes), memory handles
+// (mapped from the ones earlier calls returned) and the caller's pid.
+package replay
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/trace"
+)
+
+// Status is the outcome of one call.
+type Status string
+
+const (
+	Match   Status = "match"
+	Differ  Status = "differ"
+	Skipped Status = "skipped" // not issued, or nothing could be compared
+)
+
+// Result is one replayed call.
+type Result struct {
+	Seq    int
+	Call   string // "open /dev/neuron0", "MEM_ALLOC_V2MT64", ...
+	Status Status
+	Diffs  []string // what differs
+	// NotCompared lists what was rewritten or not recorded, so was not
+	// compared (a match says nothing about these).
+	NotCompared []string
+}
+
+// Options tune a replay.
+type Options struct {
+	// Strict stops at the first call that differs.
+	Strict bool
+}
+
+type fdKey struct{ tgid, fd int }
+type mapKey struct {
+	tgid int
+	addr uint64
+}
+
+type state struct {
+	tab     *ioctl.Table
+	fds     map[fdKey]int
+	handles map[uint64]uint64
+	maps    map[mapKey]uint64
+	tgids   map[int]bool // processes of the trace: their pid reads as ours
+	mem     arena
+}
+
+// Run replays every record in order, in this process.
+func Run(t *trace.Trace, o Options) ([]Result, error) {
+	s := &state{tab: t.Table(), fds: map[fdKey]int{}, handles: map[uint64]uint64{}, maps: map[mapKey]uint64{}, tgids: map[int]bool{}}
+	defer s.mem.free()
+	for _, r := range t.Records {
+		s.tgids[r.TGID] = true
+	}
+	var out []Result
+	for i := range t.Records {
+		r := &t.Records[i]
+		res, err := s.call(r)
+		if err != nil {
+			return out, fmt.Errorf("replay seq %d: %w", r.Seq, err)
+		}
+		res.Seq = r.Seq
+		out = append(out, res)
+		if o.Strict && res.Status == Differ {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (s *state) call(r *trace.Record) (Result, error) {
+	switch r.Op {
+	case trace.OpOpen:
+		return s.open(r), nil
+	case trace.OpClose:
+		return s.close(r), nil
+	case trace.OpMmap:
+		return s.mmap(r), nil
+	case trace.OpMunmap:
+		return s.munmap(r), nil
+	case trace.OpIoctl:
+		return s.ioctl(r)
+	}
+	return Result{Call: r.Op, Status: Skipped, NotCompared: []string{"unknown op"}}, nil
+}
+
+// result compares a call's return value and errno with the recording.
+func result(res *Result, r *trace.Record, ret int64, e unix.Errno) {
+	if int(e) != r.Errno {
+		res.Diffs = append(res.Diffs, fmt.Sprintf("errno: recorded %s, got %s", errName(r.Errno), errName(int(e))))
+		return
+	}
+	if e == 0 && ret != r.Ret {
+		res.Diffs = append(res.Diffs, fmt.Sprintf("return value: recorded %d, got %d", r.Ret, ret))
+	}
+}
+
+func errName(e int) string {
+	if e == 0 {
+		return "none"
+	}
+	return unix.ErrnoName(unix.Errno(e))
+}
+
+func finish(res Result) Result {
+	if len(res.Diffs) > 0 {
+		res.Status = Differ
+	} else if res.Status == "" {
+		res.Status = Match
+	}
+	return res
+}
+
+func (s *state) open(r *trace.Record) Result {
+	res := Result{Call: "open " + r.Path}
+	fd, err := unix.Open(r.Path, int(r.Flags)|unix.O_CLOEXEC, 0)
+	e, _ := err.(unix.Errno)
+	if err != nil && e == 0 {
+		e = unix.EIO
+	}
+	if e == 0 {
+		s.fds[fdKey{r.TGID, r.FD}] = fd
+		res.NotCompared = append(res.NotCompared, "fd (rewritten)")
+		result(&res, r, r.Ret, 0)
+	} else {
+		result(&res, r, -1, e)
+	}
+	return finish(res)
+}
+
+func (s *state) close(r *trace.Record) Result {
+	res := Result{Call: "close " + r.Path}
+	fd, ok := s.fds[fdKey{r.TGID, r.FD}]
+	if !ok {
+		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
+	}
+	delete(s.fds, fdKey{r.TGID, r.FD})
+	var e unix.Errno
+	if err := unix.Close(fd); err != nil {
+		e, _ = err.(unix.Errno)
+	}
+	result(&res, r, 0, e)
+	return finish(res)
+}
+
+func (s *state) mmap(r *trace.Record) Result {
+	res := Result{Call: "mmap " + r.Path}
+	fd, ok := s.fds[fdKey{r.TGID, r.FD}]
+	if !ok {
+		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
+	}
+	// The recorded address is this process's to choose again.
+	addr, e := sysMmap(r.Len, r.Prot, r.MFlags&^unix.MAP_FIXED&^unix.MAP_FIXED_NOREPLACE, fd, r.Offset)
+	result(&res, r, 0, e)
+	if e == 0 {
+		s.maps[mapKey{r.TGID, r.Addr}] = addr
+		res.NotCompared = append(res.NotCompared, "address (rewritten)")
+	}
+	return finish(res)
+}
+
+func (s *state) munmap(r *trace.Record) Result {
+	res := Result{Call: "munmap " + r.Path}
+	addr, ok := s.maps[mapKey{r.TGID, r.Addr}]
+	if !ok {
+		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"not the start of a replayed mapping"}}
+	}
+	delete(s.maps, mapKey{r.TGID, r.Addr})
+	result(&res, r, 0, sysMunmap(addr, r.Len))
+	return finish(res)
+}
+
+// ourPID is what a pid field of a traced process reads as here.
+func ourPID() uint64 { return uint64(os.Getpid()) }
