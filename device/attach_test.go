@@ -12,6 +12,7 @@ func newTestSystem(t *testing.T, instance string) *System {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	return s
 }
 

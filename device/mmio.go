@@ -35,6 +35,7 @@ type semBlock struct {
 }
 
 func (b semBlock) Read32(off uint64) (uint32, bool) {
+	b.d.sweepSemaphores(b.nc)
 	mem, done, ok := b.d.semWindow(b.nc)
 	if !ok {
 		return 0, false

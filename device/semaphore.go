@@ -13,7 +13,7 @@ import (
 // the semaphore read window at +0x1000), so a process that maps that
 // resource reads the live values. The ioctls and BAR0 register writes
 // perform the set/increment/decrement arithmetic; stores through a
-// mapping are plain memory.
+// mapping are applied by the sweeper (semsweep.go).
 
 const (
 	semReadWindow = dhal.TPBSemReadOffset - dhal.TPBEventsOffset // 0x1000
@@ -99,6 +99,7 @@ func semaphoreOp(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
+	d.sweepSemaphores(int(v.NCID))
 	if op, ok := semOps[r.Cmd]; ok {
 		d.applySem(int(v.NCID), semReadWindow+uint64(op)*semWindowStride+4*uint64(idx), op, v.Value)
 		return 0

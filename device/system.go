@@ -60,6 +60,8 @@ type System struct {
 	cores       coreReservations
 	dsClearTick uint64 // orders datastore slot releases host-wide
 	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
+
+	stopSweep, sweepDone chan struct{} // the semaphore-window sweeper
 }
 
 // NewSystem builds the devices described by cfg.
@@ -124,6 +126,12 @@ func NewSystem(cfg Config) (*System, error) {
 		}
 		s.Devices = append(s.Devices, d)
 	}
+	s.stopSweep = make(chan struct{})
+	s.sweepDone = make(chan struct{})
+	go func() {
+		defer close(s.sweepDone)
+		s.semSweeper(s.stopSweep)
+	}()
 	// Like probe, construction ends when every device's first reset has.
 	for _, d := range s.Devices {
 		d.mu.Lock()
@@ -137,6 +145,10 @@ func NewSystem(cfg Config) (*System, error) {
 
 // Close releases the devices' memory. Nothing may use the system after.
 func (s *System) Close() {
+	if s.stopSweep != nil {
+		close(s.stopSweep)
+		<-s.sweepDone
+	}
 	for _, d := range s.Devices {
 		close(d.reset.stop)
 		d.stopDMA()

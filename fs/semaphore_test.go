@@ -6,10 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -110,5 +114,45 @@ func TestSemaphoreConcurrentProcesses(t *testing.T) {
 	expectErrno(t, "SEMAPHORE_READ", r, e, 0, 0)
 	if v.Value != 2*n {
 		t.Fatalf("semaphore %d after 2 x %d increments", v.Value, n)
+	}
+}
+
+// Stores through a mapping of the SEMAPHORE resource take effect: the
+// sweeper applies set, increment and decrement window stores.
+func TestMappedSemaphoreWindows(t *testing.T) {
+	dir, sys := testutil.Mount(t, "trn2.48xlarge")
+	fd := openDev(t, dir, 0, unix.O_RDWR)
+	res, ok := sys.Arch.LookupMmapResource(dhal.BlockTPB, 3, dhal.ResourceSemaphore)
+	if !ok {
+		t.Fatal("no semaphore resource")
+	}
+	m, err := unix.Mmap(fd, int64(res.Offset), int(res.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	word := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&m[off])) }
+	const idx = 17
+	read := 0x1000 + 4*idx
+	atomic.StoreUint32(word(0x1400+4*idx), 30) // set
+	// Without any ioctl the sweeper applies it within a few milliseconds.
+	deadline := time.Now().Add(5 * time.Second)
+	for atomic.LoadUint32(word(read)) != 30 {
+		if time.Now().After(deadline) {
+			t.Fatalf("mapped set never applied: read window %d", atomic.LoadUint32(word(read)))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if atomic.LoadUint32(word(0x1400+4*idx)) != 0 {
+		t.Error("the set window was not consumed")
+	}
+	atomic.StoreUint32(word(0x1800+4*idx), 5) // increment
+	atomic.StoreUint32(word(0x1c00+4*idx), 2) // decrement
+	// An ioctl read sweeps first, so it sees both stores at once.
+	v := ioctl.Semaphore{NCID: 3, SemaphoreIndex: idx}
+	r, e := testutil.Ioctl(fd, ioctl.CmdSemaphoreRead, &v)
+	expectErrno(t, "SEMAPHORE_READ", r, e, 0, 0)
+	if v.Value != 33 {
+		t.Errorf("semaphore %d after set 30, +5, -2 through the mapping", v.Value)
 	}
 }

@@ -99,13 +99,25 @@ func Serve(cfg Config, workers int) error {
 func (s *Supervisor) loop() {
 	defer s.wg.Done()
 	for {
+		// Wait for a notification first: once no task uses the filter the
+		// listener reports a hang-up, while RECV would keep failing with
+		// ENOENT and spin.
+		fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return
+		}
 		var n seccompNotif
 		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n))); e != 0 {
 			switch e {
-			case unix.EINTR:
-				continue
-			case unix.ENOENT:
-				// The target died between notification and receipt.
+			case unix.EINTR, unix.ENOENT:
+				// Another worker took it, or the target died between
+				// notification and receipt.
 				continue
 			}
 			return // ENOTCONN etc.: no task uses the filter any more
