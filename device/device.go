@@ -56,6 +56,8 @@ type Device struct {
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
 	dma          dmaState
 	mmio         mmioState
+	exec         [maxCoreSlots]coreExec
+	execMu       [maxCoreSlots]sync.Mutex // one doorbell at a time per core
 }
 
 func newDevice(s *System, index int) (*Device, error) {

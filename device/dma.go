@@ -31,6 +31,10 @@ type dmaState struct {
 	engines []*dma.Engine        // hardware engines; the driver's array is larger
 	owner   map[[2]int]int32     // queues initialised by a process, by (engine, queue)
 	claims  map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
+	// hostDriven marks queues rung with DMA_QUEUE_COPY_START since their
+	// init; the others are device-driven (the exec queue), armed by the
+	// chip at a doorbell.
+	hostDriven map[[2]int]bool
 	dummy   *mempool.Chunk
 }
 
@@ -39,10 +43,12 @@ func (d *Device) initDMA() error {
 	d.dma.mem = newEngineMemory(d.phys.fd, f)
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
+	d.dma.hostDriven = map[[2]int]bool{}
 	opts := dma.Options{
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
 		OnError: func(eng, qid int, status uint32) {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
+			d.reportDMAAbort(eng, qid, status)
 		},
 	}
 	for i := range f.DMAEnginesPerDevice {
@@ -135,6 +141,7 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 		return Errno(syscall.EALREADY)
 	}
 	d.dma.owner[[2]int{int(v.EngID), int(v.QID)}] = r.Caller.Tgid
+	delete(d.dma.hostDriven, [2]int{int(v.EngID), int(v.QID)})
 	d.mu.Unlock()
 	if rxc != nil && uint64(v.RXDescCount)*dma.DescSize > rxc.Size {
 		return Errno(syscall.EINVAL)
@@ -186,6 +193,12 @@ func dmaCopyStart(r *Request) Result {
 	}
 	if v.QID < dma.QueuesPerEngine && v.RXDescCount == 0 {
 		return Errno(syscall.EINVAL)
+	}
+	if v.QID < dma.QueuesPerEngine {
+		d := r.Dev()
+		d.mu.Lock()
+		d.dma.hostDriven[[2]int{int(v.EngID), int(v.QID)}] = true
+		d.mu.Unlock()
 	}
 	return Errno(e.Doorbell(int(v.QID), v.TXDescCount, v.RXDescCount))
 }
@@ -440,4 +453,28 @@ func (d *Device) OwnedQueues() int {
 		}
 	}
 	return n
+}
+
+// reinitDMA is the DMA side of a finished reset: the engines of the reset
+// cores come back in the normal state with every queue stopped and empty,
+// whatever was queued on them.
+func (d *Device) reinitDMA(ncMap uint32) {
+	f := d.sys.Arch
+	for c := range f.CoresPerDevice {
+		if ncMap != ncMapDevice && ncMap&(1<<c) == 0 {
+			continue
+		}
+		for eng := c * f.DMAEnginesPerCore; eng < (c+1)*f.DMAEnginesPerCore && eng < len(d.dma.engines); eng++ {
+			e := d.dma.engines[eng]
+			for q := range dma.QueuesPerEngine {
+				e.DisableQueue(q)
+			}
+			e.SetState(dma.StateNormal)
+			d.mu.Lock()
+			for q := range dma.QueuesPerEngine {
+				delete(d.dma.hostDriven, [2]int{eng, q})
+			}
+			d.mu.Unlock()
+		}
+	}
 }

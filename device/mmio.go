@@ -18,6 +18,8 @@ type mmioState struct {
 	bar *mmio.BAR
 	fw  *mmio.Firmware
 	fwc *mmio.Client
+	// NOTIFIC blocks of the cores and of the TOP_SPs.
+	coreNQ, topSPNQ []*notificBlock
 }
 
 // engineBlock shows a DMA engine's registers in BAR0.
@@ -95,6 +97,17 @@ func (d *Device) initMMIO() error {
 	for c := range f.CoresPerDevice {
 		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(c) + dhal.TPBEventsOffset, Size: dhal.TPBSemaphoreArea, Block: semBlock{d, c}})
 	}
+	var coreNQ, topSPNQ []*notificBlock
+	for c := range f.CoresPerDevice {
+		b := newNotificBlock(d)
+		coreNQ = append(coreNQ, b)
+		regions = append(regions, mmio.Region{Name: "notific", Base: f.NotificationBlock(c), Size: notificBlockSize, Block: b})
+	}
+	for ts := range f.TopSPsPerDevice {
+		b := newNotificBlock(d)
+		topSPNQ = append(topSPNQ, b)
+		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: notificBlockSize, Block: b})
+	}
 	bar, err := mmio.NewBAR(f.BAR0Size, regions)
 	if err != nil {
 		return err
@@ -108,7 +121,7 @@ func (d *Device) initMMIO() error {
 		}
 		bufs[i] = c
 	}
-	d.mmio = mmioState{bar: bar, fw: fw, fwc: mmio.NewClient(bar, f.MiscRAMBar0, mem, bufs[0].PA, bufs[1].PA)}
+	d.mmio = mmioState{bar: bar, fw: fw, fwc: mmio.NewClient(bar, f.MiscRAMBar0, mem, bufs[0].PA, bufs[1].PA), coreNQ: coreNQ, topSPNQ: topSPNQ}
 	return nil
 }
 

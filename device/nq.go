@@ -10,8 +10,9 @@ import (
 // Notification queues: per core (and per TOP_SP) up to 96 queues, id =
 // type*16 + engine, each a power-of-two ring of device lifespan that the
 // hardware writes and the runtime polls through a mapping. The rings are
-// allocated and kept as the driver keeps them (until the core is reset);
-// the emulated chip does not write notifications yet.
+// allocated and kept as the driver keeps them (until the core is reset)
+// and bound to their NOTIFIC slot, where the emulated chip writes records
+// (notific.go, exec.go).
 
 const (
 	maxNQ          = 96 // MAX_NQ_SUPPORTED
@@ -57,10 +58,30 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 		return nil, errnoOf(err)
 	}
 	table[id] = fresh
+	d.programNQ(s, fresh)
 	if c != nil {
 		d.freeChunkLocked(c)
 	}
 	return fresh, 0
+}
+
+// nqTypeTraceDMA queues live in a DMA engine's notification block.
+const nqTypeTraceDMA = 4
+
+// programNQ binds a fresh ring to its NOTIFIC slot (the engine index), as
+// the driver writes base and size. TRACE_DMA queues belong to the DMA
+// engines' own notification blocks, which are not emulated.
+func (d *Device) programNQ(s nqSpec, c *mempool.Chunk) {
+	if s.nqType == nqTypeTraceDMA {
+		return
+	}
+	blocks := d.mmio.coreNQ
+	if s.devType == nqDevTypeTopSP {
+		blocks = d.mmio.topSPNQ
+	}
+	if id := int(uint8(s.devID)); id < len(blocks) {
+		blocks[id].program(int(s.engine), c.PA, s.size)
+	}
 }
 
 // nqTarget checks the queue's owner and picks its table and core.
@@ -147,6 +168,9 @@ func (d *Device) destroyNQsLocked(nc int) {
 	if nc >= a.CoresPerDevice {
 		return
 	}
+	if d.mmio.coreNQ != nil {
+		d.mmio.coreNQ[nc].halt()
+	}
 	for i, c := range d.nq[nc] {
 		if c != nil {
 			d.freeChunkLocked(c)
@@ -155,6 +179,9 @@ func (d *Device) destroyNQsLocked(nc int) {
 	}
 	per := a.TopSPsPerDevice / a.CoresPerDevice
 	for ts := nc * per; ts < (nc+1)*per; ts++ {
+		if d.mmio.topSPNQ != nil {
+			d.mmio.topSPNQ[ts].halt()
+		}
 		for i, c := range d.tsNQ[ts] {
 			if c != nil {
 				d.freeChunkLocked(c)

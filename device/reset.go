@@ -75,6 +75,7 @@ func (d *Device) startResetLocked(ncMap, id uint32) Result {
 			d.destroyNQsLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
 				d.releaseCoreH2TLocked(c)
+				d.resetExecLocked(c)
 			}
 			if c < d.sys.Arch.CoresPerDevice {
 				d.metrics.Add(c, "other_info/reset_req_count", 1)
@@ -125,6 +126,9 @@ func (d *Device) serveResets() bool {
 	d.mu.Unlock()
 
 	ok := d.sys.hardwareReset(d, ncMap)
+	if ok {
+		d.reinitDMA(ncMap)
+	}
 	d.mu.Lock()
 	e.hardwareResets++
 	d.mu.Unlock()

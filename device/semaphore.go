@@ -51,20 +51,18 @@ const semWindowStride = 0x400
 
 // applySem performs a register write at off in core nc's event and
 // semaphore area: events and the read and set windows store the value,
-// the increment and decrement windows add or subtract it. It returns the
-// new value.
+// the increment and decrement windows add or subtract it. An increment
+// may ring the core's exec doorbell (exec.go). It returns the new value.
 func (d *Device) applySem(nc int, off uint64, op semOp, v uint32) uint32 {
 	mem, done, ok := d.semWindow(nc)
 	if !ok {
 		return 0
 	}
-	defer done()
 	if off >= semReadWindow {
 		off = semReadWindow + (off-semReadWindow)%semWindowStride
 	}
 	word := mem[off : off+4]
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	cur := binary.LittleEndian.Uint32(word)
 	switch op {
 	case semIncOp:
@@ -75,6 +73,11 @@ func (d *Device) applySem(nc int, off uint64, op semOp, v uint32) uint32 {
 		cur = v
 	}
 	binary.LittleEndian.PutUint32(word, cur)
+	d.mu.Unlock()
+	done()
+	if op == semIncOp && off >= semReadWindow {
+		d.onSemIncrement(nc, uint32(off-semReadWindow)/4, v)
+	}
 	return cur
 }
 

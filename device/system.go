@@ -36,6 +36,12 @@ type Config struct {
 	// process allocated and did not hand over, which the driver allows.
 	Strict bool
 	Log    *logrus.Entry
+	// InferenceStart is the index of the inference-start semaphore whose
+	// increments ring a core's exec doorbell; nil takes any semaphore.
+	InferenceStart *uint32
+	// ExecLatency is how long an emulated execution takes between its
+	// START and END records (default 0).
+	ExecLatency time.Duration
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -62,6 +68,9 @@ type System struct {
 	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
 
 	stopSweep, sweepDone chan struct{} // the semaphore-window sweeper
+	epoch                time.Time     // zero of the chips' notification clocks
+	inferenceStart       int           // -1: any semaphore
+	execLatency          time.Duration
 }
 
 // NewSystem builds the devices described by cfg.
@@ -113,6 +122,11 @@ func NewSystem(cfg Config) (*System, error) {
 		resetLatency: cfg.ResetLatency,
 		failResets:   cfg.FailResets,
 		strict:       cfg.Strict,
+	}
+	s.epoch = time.Now()
+	s.inferenceStart, s.execLatency = -1, cfg.ExecLatency
+	if cfg.InferenceStart != nil {
+		s.inferenceStart = int(*cfg.InferenceStart)
 	}
 	if s.resetLatency == 0 {
 		s.resetLatency = time.Millisecond

@@ -330,3 +330,52 @@ func (e *Engine) DisableQueue(qid int) {
 	q.status = QueueDisabled
 	q.hwStatus = 0
 }
+
+// Arm makes available the descriptors a device-driven queue finds written
+// past its tail: consecutive non-empty descriptors carrying the ring id
+// expected at their slot, on each side. It is what the chip does when a
+// program rings a queue whose host never uses the doorbell (the exec
+// queue); the ring id tells fresh descriptors from last lap's. It returns
+// the counts armed and starts execution as a doorbell does.
+func (e *Engine) Arm(qid int) (tx, rx uint32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid%QueuesPerEngine]
+	if q.status != QueueEnabled {
+		return 0, 0
+	}
+	tx, rx = e.scanLocked(&q.tx), e.scanLocked(&q.rx)
+	q.tx.pending += tx
+	q.rx.pending += rx
+	if tx > 0 || rx > 0 {
+		e.runInlineLocked(qid % QueuesPerEngine)
+	}
+	return tx, rx
+}
+
+// scanLocked counts the fresh descriptors after r's tail.
+func (e *Engine) scanLocked(r *ring) uint32 {
+	if r.Size == 0 {
+		return 0
+	}
+	idx, id := r.head+r.pending, r.ringID
+	if idx >= r.Size {
+		idx, id = idx-r.Size, (id+1)&3
+	}
+	n := uint32(0)
+	for n < r.Size-r.pending {
+		b, ok := e.mem.Slice(r.Base+uint64(idx)*DescSize, DescSize)
+		if !ok {
+			break
+		}
+		d := Decode(b)
+		if d.LenCtrl == 0 || d.RingID() != id {
+			break
+		}
+		n++
+		if idx++; idx == r.Size {
+			idx, id = 0, (id+1)&3
+		}
+	}
+	return n
+}

@@ -219,7 +219,16 @@ func TestDMABadDescriptors(t *testing.T) {
 		t.Fatal("a length-0 descriptor did not move 65536 bytes")
 	}
 
-	// A destination beyond the end of HBM channel 0.
+	// A destination beyond the end of HBM channel 0. Engine 9 is core 0's:
+	// its ERROR queue gets a record.
+	errQ, err := dev.InitNQ(0, runtime.NQTypeError, 2, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errQ.Close()
+	if err := dev.EnableNQs(0, 1<<2); err != nil {
+		t.Fatal(err)
+	}
 	f := sys.Arch
 	before := bytes.Clone(view)
 	bad := f.HBMBases[0] + f.HBMSize - 8
@@ -257,6 +266,18 @@ func TestDMABadDescriptors(t *testing.T) {
 	if !bytes.Equal(before, view) {
 		t.Error("the aborted queue changed host memory")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := errQ.Next(ctx)
+	if err != nil {
+		t.Fatalf("no error notification: %v", err)
+	}
+	if rec[3]&0x1f != 0x03 || rec[4] != 9 || rec[6] != 4 || rec[0]&dma.StatusWriteError == 0 {
+		t.Errorf("error record %x", rec)
+	}
+	if got := sysfsValue(t, dir, "neuron_core0/stats/status/hw_dma_abort_error/total"); got != 1 {
+		t.Errorf("hw_dma_abort_error = %d", got)
+	}
 	// The engine comes back once set normal and the queue re-initialised.
 	if err := dev.SetEngineState(9, dma.StateNormal); err != nil {
 		t.Fatal(err)
@@ -292,4 +313,55 @@ func TestDMAStrictDescriptors(t *testing.T) {
 func isErrno(err error, want unix.Errno) bool {
 	var e unix.Errno
 	return errors.As(err, &e) && e == want
+}
+
+// A core reset re-initialises the core's DMA engines: queued work is cut,
+// the queues come back stopped and empty, and the engines normal.
+func TestDMAResetReinitialisesQueues(t *testing.T) {
+	dir, _ := testutil.Mount(t, "trn2.48xlarge")
+	dev, err := runtime.Host{Root: dir}.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	const size = 64 << 20
+	src := mustMem(t, dev, size, runtime.AllocOptions{Core: 1})
+	dst := mustMem(t, dev, size, runtime.AllocOptions{Core: 1, Channel: 1})
+	q, err := dev.InitQueue(17, 4, 2048, runtime.AllocOptions{Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Submit(pieces(src.PA, dst.PA, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.SetEngineState(18, dma.StateAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Reset(1 << 1); err != nil {
+		t.Fatal(err)
+	}
+	tx, rx, err := q.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tx.SWStatus != uint32(dma.QueueDisabled) || rx.Length != 0 || tx.HeadPointer != 0 {
+		t.Errorf("queue after its core's reset: TX %+v RX %+v", tx, rx)
+	}
+	if st, _ := dev.EngineState(18); st.TXState != uint32(dma.StateNormal) {
+		t.Errorf("engine 18 after its core's reset: %+v", st)
+	}
+	if err := q.Start(1); !isErrno(err, unix.EPERM) {
+		t.Errorf("doorbell on a reset queue: %v, want EPERM (no ring)", err)
+	}
+	// Core 0's engines were not touched.
+	q0, err := dev.InitQueue(1, 1, 32, runtime.AllocOptions{Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Reset(1 << 1); err != nil {
+		t.Fatal(err)
+	}
+	if tx, _, _ := q0.State(); tx.SWStatus != uint32(dma.QueueEnabled) {
+		t.Errorf("core 0's queue after core 1's reset: %+v", tx)
+	}
 }

@@ -13,6 +13,7 @@ import (
 type Device struct {
 	Index int
 	fd    int
+	bar0  uint64 // DEVICE_INFO's bar_address[0], once read
 }
 
 // Open opens /dev/neuronN read-write.

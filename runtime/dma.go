@@ -77,17 +77,8 @@ func (q *Queue) Submit(copies []Copy) error {
 	if len(copies) == 0 || len(copies) > int(q.size) {
 		return fmt.Errorf("submit %d copies on a %d-descriptor ring", len(copies), q.size)
 	}
-	tx, rx := q.Descriptors(copies)
-	for start := 0; start < len(copies); {
-		n := min(len(copies)-start, int(q.size-q.next))
-		if err := q.write(q.TX, tx[start:start+n], 0); err != nil {
-			return err
-		}
-		if err := q.write(q.RX, rx[start:start+n], 1); err != nil {
-			return err
-		}
-		q.advance(uint32(n))
-		start += n
+	if err := q.WriteDescriptors(q.Descriptors(copies)); err != nil {
+		return err
 	}
 	return q.Start(uint32(len(copies)))
 }
@@ -209,4 +200,25 @@ func (m *Marker) Wait(ctx context.Context) error {
 func (m *Marker) Close() error {
 	unix.Munmap(m.view)
 	return m.mem.Free()
+}
+
+// WriteDescriptors writes descriptor pairs at the queue's next free slots
+// (DMA_COPY_DESCRIPTORS64, split where the ring wraps) without ringing
+// the doorbell: for a queue the device rings itself (the exec queue).
+func (q *Queue) WriteDescriptors(tx, rx []dma.Desc) error {
+	if len(tx) != len(rx) || len(tx) > int(q.size) {
+		return fmt.Errorf("write %d/%d descriptors on a %d-descriptor ring", len(tx), len(rx), q.size)
+	}
+	for start := 0; start < len(tx); {
+		n := min(len(tx)-start, int(q.size-q.next))
+		if err := q.write(q.TX, tx[start:start+n], 0); err != nil {
+			return err
+		}
+		if err := q.write(q.RX, rx[start:start+n], 1); err != nil {
+			return err
+		}
+		q.advance(uint32(n))
+		start += n
+	}
+	return nil
 }

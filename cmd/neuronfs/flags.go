@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -27,6 +28,9 @@ type hostFlags struct {
 	degraded bool
 	strict   bool
 	driver   string
+	// The exec doorbell: which semaphore rings it, how long a run takes.
+	inferenceStart int
+	execLatency    time.Duration
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -40,6 +44,8 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.driver, "driver-version", ioctl.DefaultVersion, "emulated driver version: "+strings.Join(ioctl.Versions(), ", "))
 	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
+	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any semaphore)")
+	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 }
 
 // fsOptions returns the mount options the flags ask for.
@@ -53,6 +59,7 @@ func (h *hostFlags) args() []string {
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
 		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
+		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
 	}
 }
 
@@ -103,15 +110,22 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		}
 		h.major = uint(major)
 	}
+	var start *uint32
+	if h.inferenceStart >= 0 {
+		v := uint32(h.inferenceStart)
+		start = &v
+	}
 	return device.NewSystem(device.Config{
-		Instance:      h.instance,
-		Devices:       h.devices,
-		Arch:          arch,
-		Revision:      uint32(h.revision),
-		Major:         major,
-		Strict:        h.strict,
-		DriverVersion: h.driver,
-		Log:           log,
+		InferenceStart: start,
+		ExecLatency:    h.execLatency,
+		Instance:       h.instance,
+		Devices:        h.devices,
+		Arch:           arch,
+		Revision:       uint32(h.revision),
+		Major:          major,
+		Strict:         h.strict,
+		DriverVersion:  h.driver,
+		Log:            log,
 	})
 }
 

@@ -1,0 +1,174 @@
+package device
+
+import (
+	"context"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// The exec doorbell. An increment of a core's inference-start semaphore
+// (by ioctl, BAR0 write, mapped store or DMA) wakes the core's engines as
+// the runtime's programs would: the chip runs what was staged on the
+// core's device-driven DMA queues (the exec queue), then every compute
+// engine reports START and END in its INFER_STATUS queue (NOTIFIC slots
+// 4-8). The instruction streams are not interpreted. Value 2 after the
+// runtime queued a halt request stops the idle program: each engine
+// reports INIT then HALT and the core ignores doorbells until it is reset.
+
+// Record codes (u16 at bytes 6-7) and the compute engines' explicit
+// notification types (header byte 3), in engine order PE, ACT, POOL,
+// DVE, SP.
+const (
+	recordStart = 2
+	recordEnd   = 3
+	// The runtime rejects 0, 1, 4 and 5 on an INFER_STATUS ring, which
+	// makes 4 and 5 the likely ready-program INIT and HALT codes: a guess,
+	// since the halt records are not documented.
+	recordInit     = 4
+	recordHalt     = 5
+	computeEngines = 5
+	inferStatusQ0  = 4 // NOTIFIC slot of PE's INFER_STATUS queue
+	doorbellRun    = 1
+	doorbellHalt   = 2
+	// execQueueWait bounds how long a doorbell waits for staged DMA.
+	execQueueWait = 10 * time.Second
+)
+
+var engineNotifyType = [computeEngines]byte{0x06, 0x0a, 0x0e, 0x12, 0x16}
+
+// coreExec is one core's execution state.
+type coreExec struct {
+	halted bool
+}
+
+// onSemIncrement runs after a semaphore of core nc went up by v.
+func (d *Device) onSemIncrement(nc int, idx uint32, v uint32) {
+	start := d.sys.inferenceStart
+	if start >= 0 && idx != uint32(start) {
+		return
+	}
+	switch v {
+	case doorbellRun:
+		d.runInference(nc)
+	case doorbellHalt:
+		d.runHalt(nc)
+	}
+}
+
+// runInference serves one doorbell of core nc.
+func (d *Device) runInference(nc int) {
+	if nc >= len(d.mmio.coreNQ) {
+		return
+	}
+	d.execMu[nc].Lock()
+	defer d.execMu[nc].Unlock()
+	d.mu.Lock()
+	halted := d.exec[nc].halted
+	d.mu.Unlock()
+	if halted {
+		return
+	}
+	d.runExecQueues(nc)
+	nq := d.mmio.coreNQ[nc]
+	for e := range computeEngines {
+		nq.emit(inferStatusQ0+e, record(e, recordStart))
+	}
+	if lat := d.sys.execLatency; lat > 0 {
+		time.Sleep(lat)
+	}
+	for e := range computeEngines {
+		nq.emit(inferStatusQ0+e, record(e, recordEnd))
+	}
+	d.metrics.Add(nc, "other_info/inference_count", 1)
+}
+
+// runHalt stops core nc's idle program.
+func (d *Device) runHalt(nc int) {
+	if nc >= len(d.mmio.coreNQ) {
+		return
+	}
+	d.execMu[nc].Lock()
+	defer d.execMu[nc].Unlock()
+	d.mu.Lock()
+	if d.exec[nc].halted {
+		d.mu.Unlock()
+		return
+	}
+	d.exec[nc].halted = true
+	d.mu.Unlock()
+	d.runExecQueues(nc) // the halt request itself is staged there
+	nq := d.mmio.coreNQ[nc]
+	for _, code := range []uint16{recordInit, recordHalt} {
+		for e := range computeEngines {
+			nq.emit(inferStatusQ0+e, record(e, code))
+		}
+	}
+}
+
+func record(engine int, code uint16) (rec [recordSize]byte) {
+	rec[3] = engineNotifyType[engine]
+	rec[6], rec[7] = byte(code), byte(code>>8)
+	return rec
+}
+
+// runExecQueues arms the device-driven queues of core nc's engines (those
+// a process initialised and never rang with DMA_QUEUE_COPY_START) and
+// waits for what they found to finish.
+func (d *Device) runExecQueues(nc int) {
+	f := d.sys.Arch
+	first := nc * f.DMAEnginesPerCore
+	var armed [][2]int
+	d.mu.Lock()
+	for key := range d.dma.owner {
+		if key[0] >= first && key[0] < first+f.DMAEnginesPerCore && !d.dma.hostDriven[key] {
+			armed = append(armed, key)
+		}
+	}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), execQueueWait)
+	defer cancel()
+	for _, key := range armed {
+		e := d.dma.engines[key[0]]
+		if tx, rx := e.Arm(key[1]); tx == 0 && rx == 0 {
+			continue
+		}
+		if err := e.WaitIdle(ctx, key[1]); err != nil {
+			d.log.WithFields(logrus.Fields{"core": nc, "engine": key[0], "queue": key[1]}).Warn("exec queue did not finish")
+		}
+	}
+}
+
+// resetExecLocked clears core nc's execution state (core reset).
+func (d *Device) resetExecLocked(nc int) {
+	if nc < len(d.exec) {
+		d.exec[nc] = coreExec{}
+	}
+}
+
+// Error records. The runtime drains each core's ERROR queue (NOTIFIC
+// slot 2) after every execution. The bit layout of an error record is not
+// documented; this one carries the ERROR type (0x03) in the header, the
+// engine and queue in bytes 4-5 and 6-7, and the emulated queue status
+// bits in bytes 0-1.
+const (
+	errorSlot       = 2
+	errorRecordType = 0x03
+)
+
+// reportDMAAbort writes an error record for a queue that stopped on an
+// error into its core's ERROR queue and counts it in sysfs.
+func (d *Device) reportDMAAbort(eng, qid int, status uint32) {
+	f := d.sys.Arch
+	nc := eng / f.DMAEnginesPerCore
+	if nc >= len(d.mmio.coreNQ) {
+		return // an h2t engine: no core of its own
+	}
+	var rec [recordSize]byte
+	rec[0], rec[1] = byte(status), byte(status>>8)
+	rec[3] = errorRecordType
+	rec[4], rec[5] = byte(eng), byte(eng>>8)
+	rec[6], rec[7] = byte(qid), byte(qid>>8)
+	d.mmio.coreNQ[nc].emit(errorSlot, rec)
+	d.metrics.Add(nc, "status/hw_dma_abort_error", 1)
+}

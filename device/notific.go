@@ -1,0 +1,214 @@
+package device
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// A NOTIFIC block: the register side of a core's (or a TOP_SP's)
+// notification queues, and the chip's writer of notification records.
+// Registers (offsets in the block): a free-running picosecond timestamp
+// at 0x00/0x04, the queue enable bits at 0x14, the timestamp increment at
+// 0xcc, and per queue slot q at 0x100 + q*0x28: base low/high, size
+// (bytes), head (written by the consumer) and tail (where the chip writes
+// next; read-only). Programming a slot's base or size, or clearing its
+// enable bit, rewinds its tail and phase, as the runtime expects when it
+// resets a queue.
+
+const (
+	notificBlockSize    = 0x1000
+	notificSlots        = 16
+	regNotificTSLo      = 0x00
+	regNotificTSHi      = 0x04
+	regNotificEnable    = 0x14
+	regNotificTSInc     = 0xcc
+	regNotificSlotBase  = 0x100
+	notificSlotStride   = 0x28
+	slotBaseLo          = 0x00
+	slotBaseHi          = 0x04
+	slotSize            = 0x08
+	slotHead            = 0x0c
+	slotTail            = 0x10
+	defaultTSInc        = 0x400 // reset value; the runtime divides by it
+	recordSize          = 16
+	firstPhase          = 1 // the phase of a ring's first lap
+	recordPhaseBit      = 0x80
+	recordHWOverflowBit = 0x40
+)
+
+type nqSlot struct {
+	base    uint64
+	size    uint32
+	tail    uint32
+	head    uint32
+	headSet bool // the consumer has written head: overflow can be told
+	phase   uint8
+}
+
+// notificBlock implements mmio.Block for one NOTIFIC block.
+type notificBlock struct {
+	d     *Device
+	epoch time.Time
+
+	mu     sync.Mutex
+	enable uint32
+	tsInc  uint32
+	slots  [notificSlots]nqSlot
+}
+
+func newNotificBlock(d *Device) *notificBlock {
+	b := &notificBlock{d: d, epoch: d.sys.epoch, tsInc: defaultTSInc}
+	for i := range b.slots {
+		b.slots[i].phase = firstPhase
+	}
+	return b
+}
+
+// now is the block's free-running clock in picoseconds.
+func (b *notificBlock) now() uint64 { return uint64(time.Since(b.epoch).Nanoseconds()) * 1000 }
+
+func slotReg(off uint64) (q int, reg uint64, ok bool) {
+	if off < regNotificSlotBase || off >= regNotificSlotBase+notificSlots*notificSlotStride {
+		return 0, 0, false
+	}
+	rel := off - regNotificSlotBase
+	return int(rel / notificSlotStride), rel % notificSlotStride, true
+}
+
+func (b *notificBlock) Read32(off uint64) (uint32, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch off {
+	case regNotificTSLo:
+		return uint32(b.now()), true
+	case regNotificTSHi:
+		return uint32(b.now() >> 32), true
+	case regNotificEnable:
+		return b.enable, true
+	case regNotificTSInc:
+		return b.tsInc, true
+	}
+	q, reg, ok := slotReg(off)
+	if !ok {
+		return 0, false
+	}
+	s := &b.slots[q]
+	switch reg {
+	case slotBaseLo:
+		return uint32(s.base), true
+	case slotBaseHi:
+		return uint32(s.base >> 32), true
+	case slotSize:
+		return s.size, true
+	case slotHead:
+		return s.head, true
+	case slotTail:
+		return s.tail, true
+	}
+	return 0, false
+}
+
+func (b *notificBlock) Write32(off uint64, v uint32) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch off {
+	case regNotificEnable:
+		for q := range notificSlots {
+			if b.enable&(1<<q) != 0 && v&(1<<q) == 0 {
+				b.slots[q].rewind()
+			}
+		}
+		b.enable = v
+		return true
+	case regNotificTSInc:
+		b.tsInc = v
+		return true
+	case regNotificTSLo, regNotificTSHi:
+		return true // the clock is not settable
+	}
+	q, reg, ok := slotReg(off)
+	if !ok {
+		return false
+	}
+	s := &b.slots[q]
+	switch reg {
+	case slotBaseLo:
+		s.base = s.base&^0xffffffff | uint64(v)
+		s.rewind()
+	case slotBaseHi:
+		s.base = s.base&0xffffffff | uint64(v)<<32
+		s.rewind()
+	case slotSize:
+		s.size = v
+		s.rewind()
+	case slotHead:
+		s.head, s.headSet = v, true
+	case slotTail:
+		// read-only
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *nqSlot) rewind() {
+	s.tail, s.phase, s.head, s.headSet = 0, firstPhase, 0, false
+}
+
+// program binds slot q to a ring, as the driver's NQ init does.
+func (b *notificBlock) program(q int, base uint64, size uint32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q < 0 || q >= notificSlots {
+		return
+	}
+	s := &b.slots[q]
+	s.base, s.size = base, size
+	s.rewind()
+}
+
+// halt unbinds every slot (the driver halts a core's queues at reset).
+func (b *notificBlock) halt() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.enable = 0
+	for q := range b.slots {
+		b.slots[q] = nqSlot{phase: firstPhase}
+	}
+}
+
+// emit writes a record into slot q's ring if the queue is bound and
+// enabled (the hardware drops it otherwise). The record's header byte
+// (byte 3) carries the type and phase and is stored last, with the rest
+// of its word, after bytes 4-15, so a consumer polling the phase never
+// sees a torn record. It reports whether the record was written.
+func (b *notificBlock) emit(q int, rec [recordSize]byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := &b.slots[q]
+	if b.enable&(1<<q) == 0 || s.size < recordSize || s.size%recordSize != 0 {
+		return false
+	}
+	mem, ok := b.d.dma.mem.Slice(s.base+uint64(s.tail), recordSize)
+	if !ok {
+		return false
+	}
+	next := (s.tail + recordSize) % s.size
+	header := rec[3]&^recordPhaseBit | s.phase<<7
+	if s.headSet && next == s.head {
+		header |= recordHWOverflowBit // the consumer fell a whole ring behind
+	}
+	binary.LittleEndian.PutUint64(rec[8:], b.now())
+	rec[3] = header
+	copy(mem[4:], rec[4:])
+	// The first word, which holds the header, goes last and whole.
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&mem[0])), binary.LittleEndian.Uint32(rec[:4]))
+	s.tail = next
+	if next == 0 {
+		s.phase ^= 1
+	}
+	return true
+}
