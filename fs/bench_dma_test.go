@@ -92,6 +92,10 @@ func timed(b *testing.B, fn func()) {
 		fn()
 		lat = append(lat, time.Since(t0))
 	}
+	reportPercentiles(b, lat)
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")

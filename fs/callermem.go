@@ -44,6 +44,20 @@ type watchedMemory struct {
 	callerMemory
 	start, end uint64
 	touched    bool
+	// snap holds [start, end) as a handler's read found it, so the output
+	// mirror needs no second read when nothing was written there.
+	snap    []byte
+	snapBuf [64]byte
+}
+
+func (m *watchedMemory) ReadAt(p []byte, addr uint64) (int, error) {
+	n, err := m.callerMemory.ReadAt(p, addr)
+	if m.snap == nil && !m.touched && m.end > m.start && m.end-m.start <= uint64(len(m.snapBuf)) &&
+		addr <= m.start && addr+uint64(n) >= m.end {
+		m.snap = m.snapBuf[:m.end-m.start]
+		copy(m.snap, p[m.start-addr:])
+	}
+	return n, err
 }
 
 func (m *watchedMemory) WriteAt(p []byte, addr uint64) (int, error) {

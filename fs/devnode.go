@@ -68,11 +68,13 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 	// After the reply the kernel copies `output` over the caller's first
 	// _IOC_SIZE bytes, and `output` holds stale bytes of an earlier
 	// request: hand back what the caller's memory holds now. If nothing
-	// was written there and the kernel copied those bytes in, they are
-	// still what the caller has.
+	// was written there and the kernel copied those bytes in (or the
+	// handler read them), they are still what the caller has.
 	if ioctl.Dir(cmd)&ioctl.DirRead != 0 && len(output) > 0 {
 		if !mem.touched && len(input) == len(output) {
 			copy(output, input)
+		} else if !mem.touched && mem.snap != nil {
+			copy(output, mem.snap) // what the handler read there, unchanged since
 		} else if k, _ := mem.callerMemory.ReadAt(output, arg); k < len(output) {
 			return 0, syscall.EFAULT // the kernel's own copy-out would fault too
 		}

@@ -140,3 +140,6 @@ func (d *Device) Doorbell(nc, sem, value uint32) error {
 	v := ioctl.Semaphore{NCID: nc, SemaphoreIndex: sem, Value: value}
 	return do(d.fd, "SEMAPHORE_INCREMENT", ioctl.CmdSemaphoreIncrement, &v)
 }
+
+// Ring is the mapped ring, for consumers that poll it directly.
+func (q *NQ) Ring() []byte { return q.ring }
