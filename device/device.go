@@ -81,6 +81,7 @@ func newDevice(s *System, index int) (*Device, error) {
 		return nil, fmt.Errorf("device %d: BAR0: %w", index, err)
 	}
 	d.pool.ZeroUsage() // sysfs starts counting after probe
+	d.pool.SetAllocFault(s.faults.AllocFail.Load)
 
 	d.reset.work = make(chan struct{}, 1)
 	d.reset.stop = make(chan struct{})

@@ -35,7 +35,7 @@ type dmaState struct {
 	// init; the others are device-driven (the exec queue), armed by the
 	// chip at a doorbell.
 	hostDriven map[[2]int]bool
-	dummy   *mempool.Chunk
+	dummy      *mempool.Chunk
 }
 
 func (d *Device) initDMA() error {
@@ -46,6 +46,7 @@ func (d *Device) initDMA() error {
 	d.dma.hostDriven = map[[2]int]bool{}
 	opts := dma.Options{
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
+		Fault:              d.sys.dmaFault,
 		OnError: func(eng, qid int, status uint32) {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
 			d.reportDMAAbort(eng, qid, status)
@@ -476,5 +477,12 @@ func (d *Device) reinitDMA(ncMap uint32) {
 			}
 			d.mu.Unlock()
 		}
+	}
+}
+
+// kickAll restarts every queue that has work (after a fault cleared).
+func (s *dmaState) kickAll() {
+	for _, e := range s.engines {
+		e.Kick()
 	}
 }

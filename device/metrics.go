@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // The driver's sysfs metrics tree: per-core status and other_info
@@ -183,14 +184,20 @@ func (d *Device) metricAttributes() []Attr {
 	for _, cat := range mempool.HostCategories {
 		out = append(out, d.memCounterAttrs("stats/memory_usage/host_mem/"+cat.SysfsName(), -1, cat)...)
 	}
-	// No ECC error has been injected and no power sample taken: the
-	// readings of a healthy device whose firmware has not reported power.
-	zero := func() string { return "0\n" }
+	// ECC counts come from the firmware's registers (raised by fault
+	// injection); no power sample is ever taken.
 	started := time.Now().Unix()
 	out = append(out,
-		Attr{Path: "stats/hardware/sram_ecc_uncorrected", Mode: modeMetricAttr, Show: zero, Store: ignoreWrite},
-		Attr{Path: "stats/hardware/mem_ecc_uncorrected", Mode: modeMetricAttr, Show: zero, Store: ignoreWrite},
-		Attr{Path: "stats/hardware/mem_ecc_repairable_uncorrected", Mode: modeMetricAttr, Show: zero, Store: ignoreWrite},
+		Attr{Path: "stats/hardware/sram_ecc_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
+			v, _ := d.mmio.fw.Read32(mmio.RegECCSRAM)
+			return fmt.Sprintf("%d\n", v&0xffff)
+		}},
+		Attr{Path: "stats/hardware/mem_ecc_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
+			return fmt.Sprintf("%d\n", d.hbmErrorCount(false))
+		}},
+		Attr{Path: "stats/hardware/mem_ecc_repairable_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
+			return fmt.Sprintf("%d\n", d.hbmErrorCount(true))
+		}},
 		Attr{Path: "stats/power/utilization", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
 			return fmt.Sprintf("POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", started)
 		}},

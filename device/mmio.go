@@ -79,6 +79,8 @@ func (d *Device) initMMIO() error {
 		}
 		return binary.LittleEndian.Uint32(b), true
 	})
+	fw.ResetBehaviour(d.sys.resetLatency, d.sys.faults.ResetFail.Load)
+	fw.FailRequests(d.sys.faults.FWIOFail.Load)
 	serial := d.sys.Instance.SerialNumber(d.Index)
 	for _, r := range []struct {
 		off uint64

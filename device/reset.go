@@ -5,7 +5,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // The reset engine: requests queue per device and one worker serves them
@@ -162,15 +164,60 @@ func (d *Device) serveResets() bool {
 	return true
 }
 
-// hardwareReset stands for the firmware's reset of the cores in ncMap; it
-// takes the configured time and succeeds unless a fault is injected.
+// hardwareReset is the driver's reset of the cores in ncMap through the
+// firmware: write the core map and the reset type, ring the doorbell,
+// poll until the firmware takes the request (re-issuing it now and then,
+// giving up after the arch's limit), then read the firmware status a few
+// times for the end of the reset. Every interval is scaled by the
+// system's time scale. It reports success.
 func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
+	f := s.Arch
+	bar, misc := d.mmio.bar, f.MiscRAMBar0
+	resetType, reissue := uint32(mmio.ResetTypeDevice), dhal.ResetReissueDevice
+	if ncMap != ncMapDevice {
+		resetType, reissue = mmio.ResetTypeTPB, dhal.ResetReissueTPB
+		bar.Write32(misc+mmio.RegTPBResetMap, f.ResetTPBMap(ncMap))
+	}
+	initiate := func() {
+		bar.Write32(misc+mmio.RegResetRequest, resetType)
+		bar.Write32(misc+mmio.RegDoorbell, 1)
+	}
+	initiate()
+	start, lastIssue := time.Now(), time.Now()
+	for bar.Read32(misc+mmio.RegResetRequest) != 0 {
+		if time.Since(start) > s.scaled(f.ResetInitiateMaxWait) {
+			return false
+		}
+		if !d.resetSleep(s.scaled(dhal.ResetInitiatePoll)) {
+			return false
+		}
+		if time.Since(lastIssue) > s.scaled(reissue) {
+			initiate()
+			lastIssue = time.Now()
+		}
+	}
+	for i := range dhal.ResetCompletionReads {
+		if !d.resetSleep(s.scaled(time.Duration(i) * dhal.ResetCompletionSleepsStep)) {
+			return false
+		}
+		if bar.Read32(misc+mmio.RegFirmwareStatus)&mmio.StatusResetting == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// resetSleep sleeps unless the device is closing (false).
+func (d *Device) resetSleep(t time.Duration) bool {
+	if t <= 0 {
+		return true
+	}
 	select {
-	case <-time.After(s.resetLatency):
+	case <-time.After(t):
+		return true
 	case <-d.reset.stop:
 		return false
 	}
-	return !s.failResets
 }
 
 // waitResetLocked waits for request id and reaps it: 0 completed, 1 failed

@@ -7,11 +7,15 @@ import (
 	"time"
 
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/mmio"
 )
 
 func newResetSystem(t *testing.T, latency time.Duration, fail bool) *System {
 	t.Helper()
-	s, err := NewSystem(Config{Instance: "trn2.48xlarge", ResetLatency: latency, FailResets: fail})
+	// The driver waits 1 s (scaled) for the firmware to finish: scale so
+	// that a reset of this latency fits twice.
+	scale := max(DefaultTimeScale, 2*latency.Seconds())
+	s, err := NewSystem(Config{Instance: "trn2.48xlarge", ResetLatency: latency, FailResets: fail, TimeScale: scale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +95,7 @@ func TestResetFailureAndDeprecatedCalls(t *testing.T) {
 	}
 	ok := newResetSystem(t, time.Millisecond, false)
 	f := open(t, ok.Devices[0], syscall.O_RDWR, 100)
-	ok.failResets = true
+	ok.faults.ResetFail.Store(true)
 	ctx := context.Background()
 	res, _ := call(t, ctx, f, 100, ioctl.CmdDeviceReset, struct{}{})
 	wantErrno(t, "DEVICE_RESET", res, 0)
@@ -159,5 +163,46 @@ func TestSysfsResetWrite(t *testing.T) {
 	// Opens wait for the reset to end.
 	if _, errno := d.Open(context.Background(), Caller{Tgid: 7}, syscall.O_RDWR); errno != 0 || d.State() != StateReady {
 		t.Fatalf("open during reset: %v, state %d", errno, d.State())
+	}
+}
+
+// The reset goes through the firmware: the core map and type land in
+// misc RAM, the status shows the reset while it runs, and a firmware
+// slower than the driver's (scaled) wait makes the reset fail.
+func TestResetThroughFirmware(t *testing.T) {
+	s, err := NewSystem(Config{Instance: "trn2.48xlarge", ResetLatency: 100 * time.Millisecond, TimeScale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	d := s.Devices[0]
+	misc := s.Arch.MiscRAMBar0
+	f := open(t, d, syscall.O_RDWR, 100)
+	ctx := context.Background()
+	res, v := call(t, ctx, f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1 << 1})
+	wantErrno(t, "NC_RESET", res, 0)
+	time.Sleep(20 * time.Millisecond)
+	if st := d.mmio.bar.Read32(misc + mmio.RegFirmwareStatus); st&mmio.StatusResetting == 0 {
+		t.Errorf("firmware status %#x during a reset", st)
+	}
+	if m := d.mmio.bar.Read32(misc + mmio.RegTPBResetMap); m != 1<<1|1<<9|1<<17 {
+		t.Errorf("TPB reset map %#x for core 1", m)
+	}
+	_, ready := call(t, ctx, f, 100, ioctl.CmdNCResetReady, ioctl.DeviceReady{RequestID: v.RequestID})
+	if ready.Result != 0 {
+		t.Fatalf("reset result %d", ready.Result)
+	}
+	if st := d.mmio.bar.Read32(misc + mmio.RegFirmwareStatus); st&mmio.StatusResetting != 0 {
+		t.Errorf("firmware status %#x after the reset", st)
+	}
+
+	// 100 ms of firmware work against a driver that waits 10 ms.
+	slow, err := NewSystem(Config{Instance: "trn2.48xlarge", Devices: 1, ResetLatency: 100 * time.Millisecond, TimeScale: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(slow.Close)
+	if slow.Devices[0].State() != StateInvalid {
+		t.Errorf("device state %d after a probe reset the firmware did not finish in time", slow.Devices[0].State())
 	}
 }

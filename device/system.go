@@ -27,8 +27,12 @@ type Config struct {
 	Revision uint32
 	// Major is the character-device major the emulated driver owns.
 	Major uint32
-	// ResetLatency is how long the emulated firmware takes to reset
-	// (default 1 ms).
+	// TimeScale multiplies the driver's deadlines and poll intervals
+	// (reset, ...): 1.0 is the real durations; the default is 0.001.
+	TimeScale float64
+	// ResetLatency is how long the emulated firmware takes to reset a core
+	// or the device (default 100 ms scaled: 0.1 ms). The driver gives up
+	// after 1 s scaled.
 	ResetLatency time.Duration
 	// FailResets makes every reset fail, to test error paths.
 	FailResets bool
@@ -58,7 +62,8 @@ type System struct {
 	dispatch *dispatcher
 
 	resetLatency time.Duration
-	failResets   bool
+	timeScale    float64
+	faults       Faults
 	strict       bool
 
 	mu          sync.Mutex // guards the driver-global state below
@@ -120,7 +125,6 @@ func NewSystem(cfg Config) (*System, error) {
 		log:      log.WithField("instance", inst.Name),
 
 		resetLatency: cfg.ResetLatency,
-		failResets:   cfg.FailResets,
 		strict:       cfg.Strict,
 	}
 	s.epoch = time.Now()
@@ -128,8 +132,13 @@ func NewSystem(cfg Config) (*System, error) {
 	if cfg.InferenceStart != nil {
 		s.inferenceStart = int(*cfg.InferenceStart)
 	}
+	s.faults.ResetFail.Store(cfg.FailResets)
+	s.timeScale = cfg.TimeScale
+	if s.timeScale <= 0 {
+		s.timeScale = DefaultTimeScale
+	}
 	if s.resetLatency == 0 {
-		s.resetLatency = time.Millisecond
+		s.resetLatency = s.scaled(defaultResetLatency)
 	}
 	s.dispatch = newDispatcher(s.Table)
 	for i := 0; i < inst.Devices; i++ {
@@ -155,6 +164,18 @@ func NewSystem(cfg Config) (*System, error) {
 		d.mu.Unlock()
 	}
 	return s, nil
+}
+
+// DefaultTimeScale makes the driver's waits a thousand times shorter than
+// on real hardware.
+const DefaultTimeScale = 0.001
+
+// defaultResetLatency is the emulated firmware's reset time at scale 1.
+const defaultResetLatency = 100 * time.Millisecond
+
+// scaled applies the time scale to one of the driver's durations.
+func (s *System) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * s.timeScale)
 }
 
 // Close releases the devices' memory. Nothing may use the system after.

@@ -325,3 +325,31 @@ type BDF struct {
 func (b BDF) String() string {
 	return fmt.Sprintf("%04x:%02x:%02x.%x", b.Domain, b.Bus, b.Slot, b.Func)
 }
+
+// ResetTPBMap is the map a core reset writes to the firmware: V2 sets bit
+// c for core c and bits 8+3c..8+3c+2 for its TOP_SPs; V3/V4 set bits c,
+// c+8 (its SDMA group) and c+16 (its TOP_SP group).
+func (f *ArchFacts) ResetTPBMap(ncMap uint32) uint32 {
+	var m uint32
+	for c := range f.CoresPerDevice {
+		if ncMap&(1<<c) == 0 {
+			continue
+		}
+		if f.Arch == V2 {
+			m |= 1<<c | 7<<(8+3*c)
+		} else {
+			m |= 1<<c | 1<<(c+8) | 1<<(c+16)
+		}
+	}
+	return m
+}
+
+// Driver reset timing (before --time-scale): the initiate poll and the
+// re-issue periods, and the sleeps between reads of the firmware status.
+const (
+	ResetInitiatePoll         = 100 * time.Millisecond
+	ResetReissueDevice        = 30 * time.Second
+	ResetReissueTPB           = 10 * time.Second
+	ResetCompletionSleepsStep = 100 * time.Millisecond // sleeps 0, 1, 2, 3, 4 steps
+	ResetCompletionReads      = 5
+)

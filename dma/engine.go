@@ -112,6 +112,9 @@ type Options struct {
 	RingIDErrorsMasked bool
 	// OnError is called (without locks held) when a queue stops on an error.
 	OnError func(eng, qid int, status uint32)
+	// Fault, if set, is consulted before each transfer: stall keeps the
+	// queue from moving, a non-zero abort stops it with those status bits.
+	Fault func() (stall bool, abort uint32)
 }
 
 // Engine is one UDMA engine.
@@ -378,4 +381,13 @@ func (e *Engine) scanLocked(r *ring) uint32 {
 		}
 	}
 	return n
+}
+
+// Kick restarts the worker of every queue that has work.
+func (e *Engine) Kick() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.q {
+		e.kickLocked(i)
+	}
 }

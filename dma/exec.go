@@ -107,6 +107,13 @@ func (e *Engine) nextStep(q *Queue, tx, rx *ring) (st step, status uint32, ok bo
 	if !e.runnableLocked(q, tx, rx) {
 		return step{}, 0, false
 	}
+	if e.opts.Fault != nil {
+		if stall, abort := e.opts.Fault(); stall {
+			return step{}, 0, false
+		} else if abort != 0 {
+			return step{}, abort, false
+		}
+	}
 	td, tok := e.fetch(tx)
 	rd, rok := e.fetch(rx)
 	if !tok || !rok {

@@ -26,6 +26,9 @@ const (
 	ClassDir   = "sys/class/neuron_device"
 	DevicesDir = "sys/devices/virtual/neuron_device"
 	ModuleDir  = "sys/module/neuron"
+	// ControlDir holds neuronfs's own files (fault injection), which no
+	// real host has.
+	ControlDir = "neuronfs"
 )
 
 // FS is the mounted filesystem of one emulated host.
@@ -219,6 +222,9 @@ func (f *FS) build(ctx context.Context) {
 	}
 	for _, a := range f.sys.ModuleAttributes() {
 		f.add(ctx, ModuleDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+	}
+	for _, a := range f.sys.ControlAttributes() {
+		f.add(ctx, ControlDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}
 }
 

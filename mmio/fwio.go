@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"sync"
+	"time"
 )
 
 // Misc-RAM register offsets (relative to the misc-RAM block).
@@ -94,6 +95,11 @@ type Firmware struct {
 	mu    sync.Mutex
 	regs  [MiscRAMSize / 4]uint32
 	state FirmwareState
+
+	resetDuration time.Duration
+	resetFails    func() bool
+	failRequests  func() bool
+	resetGen      uint64 // bumps at each accepted reset request
 }
 
 // NewFirmware returns firmware with API version api whose misc RAM sits at
@@ -140,7 +146,12 @@ func (f *Firmware) Write32(off uint64, v uint32) bool {
 	defer f.mu.Unlock()
 	f.regs[off/4] = v
 	if off == RegDoorbell && v&1 != 0 {
-		f.serveLocked()
+		if f.regs[RegResetRequest/4] != 0 {
+			f.startResetLocked()
+			f.regs[RegDoorbell/4] = 0
+		} else {
+			f.serveLocked()
+		}
 	}
 	return true
 }
@@ -221,7 +232,7 @@ func (f *Firmware) executeLocked(h [8]byte, p []byte) (code uint8, answer []byte
 			f.state.Errors++
 		}
 	}()
-	if binary.LittleEndian.Uint32(h[4:]) != RequestCRC(h, p) {
+	if binary.LittleEndian.Uint32(h[4:]) != RequestCRC(h, p) || (f.failRequests != nil && f.failRequests()) {
 		return RespFail, nil
 	}
 	switch h[1] {
@@ -264,4 +275,12 @@ func (f *Firmware) readLocked(addr uint64) (uint32, bool) {
 		return f.readOther(addr)
 	}
 	return 0, false
+}
+
+// FailRequests makes the firmware answer every mailbox request with a
+// failure while fail reports true (fault injection).
+func (f *Firmware) FailRequests(fail func() bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failRequests = fail
 }

@@ -31,6 +31,8 @@ type hostFlags struct {
 	// The exec doorbell: which semaphore rings it, how long a run takes.
 	inferenceStart int
 	execLatency    time.Duration
+	timeScale      float64
+	inject         string
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -46,6 +48,8 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
 	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any semaphore)")
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
+	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
+	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, ecc-sram=N, ecc-hbm=N, hbm-repair=pending|failed (comma-separated; also writable at MOUNT/neuronfs/faults)")
 }
 
 // fsOptions returns the mount options the flags ask for.
@@ -60,6 +64,7 @@ func (h *hostFlags) args() []string {
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
 		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
+		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject,
 	}
 }
 
@@ -115,9 +120,10 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		v := uint32(h.inferenceStart)
 		start = &v
 	}
-	return device.NewSystem(device.Config{
+	sys, err := device.NewSystem(device.Config{
 		InferenceStart: start,
 		ExecLatency:    h.execLatency,
+		TimeScale:      h.timeScale,
 		Instance:       h.instance,
 		Devices:        h.devices,
 		Arch:           arch,
@@ -127,6 +133,14 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		DriverVersion:  h.driver,
 		Log:            log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := sys.ApplyFaults(h.inject); err != nil {
+		sys.Close()
+		return nil, err
+	}
+	return sys, nil
 }
 
 func cmdInstances(args []string) int {

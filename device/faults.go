@@ -1,0 +1,227 @@
+package device
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/mmio"
+)
+
+// Faults the emulator injects on demand, each surfacing where the driver
+// would surface the real failure. They can be switched while the daemon
+// runs (the neuronfs/faults control file, or --inject at start).
+type Faults struct {
+	// ResetFail: the firmware never finishes a reset; the driver's wait
+	// runs out, NC_RESET_READY reports failure, reset_fail_count rises
+	// (and a probe or sysfs reset leaves the device invalid).
+	ResetFail atomic.Bool
+	// DMAAbort: every DMA queue aborts at its next descriptor with a read
+	// error (queue and engine state, an ERROR record, hw_dma_abort_error).
+	DMAAbort atomic.Bool
+	// DMAStall: DMA queues stop moving; completion markers and staged
+	// exec DMA never finish (the runtime's wait times out).
+	DMAStall atomic.Bool
+	// AllocFail: every memory allocation fails with ENOMEM at the
+	// driver's fault point.
+	AllocFail atomic.Bool
+	// FWIOFail: the firmware answers every mailbox request with a
+	// failure (READ_HW_COUNTERS, POST_METRIC, POWER_PROFILE answer -1).
+	FWIOFail atomic.Bool
+}
+
+// faultSwitches names the on/off faults for parsing and printing.
+func (f *Faults) switches() map[string]*atomic.Bool {
+	return map[string]*atomic.Bool{
+		"reset-fail": &f.ResetFail, "dma-abort": &f.DMAAbort, "dma-stall": &f.DMAStall,
+		"alloc-fail": &f.AllocFail, "fwio-fail": &f.FWIOFail,
+	}
+}
+
+// Faults returns the system's fault switches.
+func (s *System) Faults() *Faults { return &s.faults }
+
+// ApplyFaults parses a comma-separated fault list and applies it: a name
+// switches a fault on, "-name" off, "none" everything off, and
+// "ecc-sram=N", "ecc-hbm=N" (N uncorrected errors on every device) and
+// "hbm-repair=none|pending|failed" set the firmware's ECC readings.
+func (s *System) ApplyFaults(spec string) error {
+	sw := s.faults.switches()
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if item == "none" {
+			for _, b := range sw {
+				b.Store(false)
+			}
+			continue
+		}
+		if name, val, ok := strings.Cut(item, "="); ok {
+			if err := s.setECC(name, val); err != nil {
+				return err
+			}
+			continue
+		}
+		on := !strings.HasPrefix(item, "-")
+		b, ok := sw[strings.TrimPrefix(item, "-")]
+		if !ok {
+			return fmt.Errorf("unknown fault %q (want %s, ecc-sram=N, ecc-hbm=N, hbm-repair=STATE or none)", item, strings.Join(s.faultNames(), ", "))
+		}
+		b.Store(on)
+	}
+	for _, d := range s.Devices {
+		d.dma.kickAll() // a cleared stall lets queued work go on
+	}
+	return nil
+}
+
+func (s *System) faultNames() []string {
+	var names []string
+	for n := range s.faults.switches() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// hbmRepairStates are the firmware's HBM repair state values.
+var hbmRepairStates = map[string]uint32{"none": 0, "pending": 1, "failed": 2}
+
+func (s *System) setECC(name, val string) error {
+	if name == "hbm-repair" {
+		v, ok := hbmRepairStates[val]
+		if !ok {
+			return fmt.Errorf("hbm-repair=%q: want none, pending or failed", val)
+		}
+		for _, d := range s.Devices {
+			d.mmio.fw.Set(mmio.RegHBMRepairState, v)
+		}
+		return nil
+	}
+	n, err := strconv.ParseUint(val, 10, 16)
+	if err != nil {
+		return fmt.Errorf("%s=%q: want a count below 65536", name, val)
+	}
+	var regs []uint64
+	switch name {
+	case "ecc-sram":
+		regs = []uint64{mmio.RegECCSRAM}
+	case "ecc-hbm":
+		regs = []uint64{mmio.RegECCHBM0} // counted on stack 0
+	default:
+		return fmt.Errorf("unknown fault %q", name)
+	}
+	for _, d := range s.Devices {
+		for _, r := range regs {
+			cur, _ := d.mmio.fw.Read32(r)
+			d.mmio.fw.Set(r, cur&0xffff0000|uint32(n))
+		}
+	}
+	return nil
+}
+
+// String lists the faults that are on, and the ECC readings of device 0.
+func (s *System) faultStatus() string {
+	var on []string
+	sw := s.faults.switches()
+	for _, n := range s.faultNames() {
+		if sw[n].Load() {
+			on = append(on, n)
+		}
+	}
+	if len(s.Devices) > 0 {
+		fw := s.Devices[0].mmio.fw
+		sram, _ := fw.Read32(mmio.RegECCSRAM)
+		hbm, _ := fw.Read32(mmio.RegECCHBM0)
+		if sram&0xffff != 0 {
+			on = append(on, fmt.Sprintf("ecc-sram=%d", sram&0xffff))
+		}
+		if hbm&0xffff != 0 {
+			on = append(on, fmt.Sprintf("ecc-hbm=%d", hbm&0xffff))
+		}
+		if st, _ := fw.Read32(mmio.RegHBMRepairState); st != 0 {
+			for name, v := range hbmRepairStates {
+				if v == st {
+					on = append(on, "hbm-repair="+name)
+				}
+			}
+		}
+	}
+	if len(on) == 0 {
+		return "none\n"
+	}
+	return strings.Join(on, ",") + "\n"
+}
+
+// ControlAttributes are neuronfs's own files (not the driver's), under
+// neuronfs/ at the mount root.
+func (s *System) ControlAttributes() []Attr {
+	return []Attr{{
+		Path: "faults", Mode: 0o600,
+		Show: s.faultStatus,
+		Store: func(data []byte) syscall.Errno {
+			if err := s.ApplyFaults(strings.TrimSpace(string(data))); err != nil {
+				s.log.WithError(err).Warn("faults: bad request")
+				return syscall.EINVAL
+			}
+			return 0
+		},
+	}}
+}
+
+// dmaFault is the engines' fault hook.
+func (s *System) dmaFault() (stall bool, abort uint32) {
+	if s.faults.DMAStall.Load() {
+		return true, 0
+	}
+	if s.faults.DMAAbort.Load() {
+		return false, dma.StatusReadError
+	}
+	return false, 0
+}
+
+// uncorrectedHBM sums the uncorrected counts of the HBM stacks.
+func (d *Device) uncorrectedHBM() uint32 {
+	var n uint32
+	for k := range d.sys.Arch.HBMChannels {
+		v, _ := d.mmio.fw.Read32(mmio.RegECCHBM0 + 4*uint64(k))
+		n += v & 0xffff
+	}
+	return n
+}
+
+// hbmErrorCount is what the driver shows for HBM errors: V2 has no repair,
+// V3/V4 split the count by the firmware's repair state (pending: the
+// errors are repairable; failed, or none with errors from old firmware:
+// they are not).
+func (d *Device) hbmErrorCount(repairable bool) uint32 {
+	total := d.uncorrectedHBM()
+	if d.sys.Arch.Arch == dhal.V2 {
+		if repairable {
+			return 0
+		}
+		return total
+	}
+	state, _ := d.mmio.fw.Read32(mmio.RegHBMRepairState)
+	state &= 3
+	if total == 0 && state != 0 {
+		return 0 // an inconsistent reading: the driver shows nothing
+	}
+	if repairable {
+		if state == 1 {
+			return total
+		}
+		return 0
+	}
+	if state == 2 || state == 0 {
+		return total
+	}
+	return 0
+}
