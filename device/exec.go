@@ -126,12 +126,16 @@ func (d *Device) runExecQueues(nc int) {
 		}
 	}
 	d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), execQueueWait)
-	defer cancel()
+	var ctx context.Context
 	for _, key := range armed {
 		e := d.dma.engines[key[0]]
 		if tx, rx := e.Arm(key[1]); tx == 0 && rx == 0 {
 			continue
+		}
+		if ctx == nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), execQueueWait)
+			defer cancel()
 		}
 		if err := e.WaitIdle(ctx, key[1]); err != nil {
 			d.log.WithFields(logrus.Fields{"core": nc, "engine": key[0], "queue": key[1]}).Warn("exec queue did not finish")

@@ -31,3 +31,4 @@ fuzztime=${NEURONFS_FUZZTIME:-15s}
 go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="$fuzztime"
 go test ./dma -run='^$' -fuzz='^FuzzExecute$' -fuzztime=10s
 go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=10s
+go test ./mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=10s
