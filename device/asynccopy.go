@@ -11,8 +11,9 @@ import (
 // Asynchronous chunk copies (MEM_COPY_ASYNC, MEM_COPY_ASYNC_WAIT). Each
 // core's default h2t queue has three DMA contexts: 0 for synchronous
 // copies and 1 and 2, used in turn, for asynchronous ones. A copy is
-// started on the next context and, unless the caller passes "none" (-1),
-// the previous one is waited for before the ioctl returns.
+// queued on the core's h2t ring with the next context's completion
+// marker and, unless the caller passes "none" (-1), the previous one is
+// waited for before the ioctl returns.
 
 const (
 	dmaCtxNone  = -1
@@ -26,7 +27,7 @@ const (
 
 type dmaContext struct {
 	inUse bool
-	done  chan struct{} // closed when the copy finished; nil when idle
+	descs int // descriptors of the copy in flight; 0 when idle
 }
 
 // h2tQueue is the contexts of one core's default h2t queue.
@@ -73,17 +74,19 @@ func pairCore(src, dst *mempool.Chunk) int {
 	return src.NCID
 }
 
-// waitDMA waits for a context's copy; a FUSE interrupt ends the wait.
-func (r *Request) waitDMA(c *dmaContext) Result {
-	if c.done == nil {
+// waitDMA waits for context i's copy on core nc's ring; a FUSE interrupt
+// ends the wait, and so does the driver's budget (-1).
+func (r *Request) waitDMA(nc int, q *h2tQueue, i int32) Result {
+	c := &q.ctx[i]
+	if c.descs == 0 {
 		return 0
 	}
-	select {
-	case <-c.done:
-		return 0
-	case <-r.Ctx.Done():
-		return Errno(syscall.EINTR)
+	d := r.Dev()
+	res := d.dma.driverRings[nc].wait(r.Ctx, d, int(i), c.descs)
+	if res != Errno(syscall.EINTR) {
+		c.descs = 0
 	}
+	return res
 }
 
 func memCopyAsync(r *Request) Result {
@@ -114,7 +117,8 @@ func memCopyAsync(r *Request) Result {
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	q := d.h2tQueueFor(pairCore(sc, dc))
+	nc := pairCore(sc, dc)
+	q := d.h2tQueueFor(nc)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if prev != dmaCtxNone && prev != next && !q.ctx[prev].inUse {
@@ -124,17 +128,29 @@ func memCopyAsync(r *Request) Result {
 		return Errno(syscall.EINVAL) // larger than one batch of the ring
 	}
 	// A context is reused only once its last copy has finished.
-	if res := r.waitDMA(&q.ctx[next]); res != 0 {
+	if res := r.waitDMA(nc, q, next); res != 0 {
 		return res
 	}
-	done := make(chan struct{})
-	q.ctx[next] = dmaContext{inUse: true, done: done}
-	go func() {
-		defer close(done)
-		d.copyChunks(dc, dstOff, sc, srcOff, size)
-	}()
+	// A synchronous copy larger than one ring batch goes batch by batch,
+	// each waited for, as the driver's does.
+	for size > maxAsyncCopy && next == dmaCtxSync {
+		n, ok := d.dma.driverRings[nc].copy(d, int(next), dc.PA+dstOff, sc.PA+srcOff, maxAsyncCopy)
+		if !ok {
+			return Errno(syscall.EPERM)
+		}
+		q.ctx[next] = dmaContext{inUse: true, descs: n}
+		if res := r.waitDMA(nc, q, next); res != 0 {
+			return res
+		}
+		dstOff, srcOff, size = dstOff+maxAsyncCopy, srcOff+maxAsyncCopy, size-maxAsyncCopy
+	}
+	n, ok := d.dma.driverRings[nc].copy(d, int(next), dc.PA+dstOff, sc.PA+srcOff, size)
+	if !ok {
+		return Errno(syscall.EPERM)
+	}
+	q.ctx[next] = dmaContext{inUse: true, descs: n}
 	if prev != dmaCtxNone {
-		if res := r.waitDMA(&q.ctx[prev]); res != 0 {
+		if res := r.waitDMA(nc, q, prev); res != 0 {
 			return res
 		}
 		q.ctx[prev].inUse = false
@@ -162,10 +178,11 @@ func memCopyAsyncWait(r *Request) Result {
 	if h < dmaCtxAsync || h > 2 {
 		return Errno(syscall.EINVAL)
 	}
-	q := d.h2tQueueFor(pairCore(sc, dc))
+	nc := pairCore(sc, dc)
+	q := d.h2tQueueFor(nc)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if res := r.waitDMA(&q.ctx[h]); res != 0 {
+	if res := r.waitDMA(nc, q, h); res != 0 {
 		return res
 	}
 	q.ctx[h].inUse = false

@@ -35,7 +35,9 @@ type dmaState struct {
 	// init; the others are device-driven (the exec queue), armed by the
 	// chip at a doorbell.
 	hostDriven map[[2]int]bool
-	dummy      *mempool.Chunk
+	// driverRings are the cores' default h2t queues (h2tring.go).
+	driverRings []*driverRing
+	dummy       *mempool.Chunk
 }
 
 func (d *Device) initDMA() error {
@@ -60,7 +62,7 @@ func (d *Device) initDMA() error {
 		return err
 	}
 	d.dma.dummy = c
-	return nil
+	return d.initDriverRings()
 }
 
 // stopDMA halts every engine and waits (briefly) for the workers.

@@ -61,6 +61,14 @@ func TestAsyncCopy(t *testing.T) {
 	if got[4095] != 0x42 {
 		t.Fatal("sync copy did not land")
 	}
+	// The copies ran on core 3's default h2t queue (engine 129, queue 1).
+	tx, _, err := d.QueueState(129, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tx.BaseAddr == 0 || tx.Length != 8192 || tx.HeadPointer == 0 || tx.HeadPointer != tx.TailPointer {
+		t.Errorf("core 3's h2t queue after the copies: %+v", tx)
+	}
 	// The 32-bit variant is attach-gated and otherwise the same.
 	v := ioctl.MemCopyAsync{SrcMemHandle: src.Handle, DstMemHandle: dst.Handle, Size: 4096, PwaitHandle: 0}
 	r, e := testutil.Ioctl(fd, ioctl.CmdMemCopyAsync, &v)

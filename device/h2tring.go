@@ -1,0 +1,135 @@
+package device
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dma"
+)
+
+// driverRing is a core's default h2t queue as the driver runs it: rings
+// of 8192 descriptors in host memory that the driver fills and rings,
+// and per DMA context a completion marker, the driver's scheme: the last
+// pair of a copy moves 0xabcdef01 from one host word to the next, and
+// the driver polls the second word.
+type driverRing struct {
+	eng, qid int
+	tx, rx   *mempool.Chunk
+	marks    *mempool.Chunk // per context: the marker source word, then its destination
+
+	mu     sync.Mutex
+	next   uint32
+	ringID uint8
+}
+
+const (
+	completionMarker = 0xabcdef01
+	markerStride     = 8 // bytes per context in the marker chunk
+	// minCopyWait is the least a driver copy waits before giving up; the
+	// driver's budget grows with the descriptor count.
+	minCopyWait = time.Second
+)
+
+// initDriverRings programs every core's default h2t queue with its rings.
+func (d *Device) initDriverRings() error {
+	f := d.sys.Arch
+	d.dma.driverRings = make([]*driverRing, f.CoresPerDevice)
+	for c := range f.CoresPerDevice {
+		r := &driverRing{eng: f.H2TEngine(c), qid: f.H2TDefaultQueue(c), ringID: dma.InitialRingID}
+		for _, p := range []**mempool.Chunk{&r.tx, &r.rx, &r.marks} {
+			size := uint64(h2tRingDescs * dma.DescSize)
+			if p == &r.marks {
+				size = 4096
+			}
+			ch, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(c), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+			if err != nil {
+				return err
+			}
+			*p = ch
+		}
+		spec := func(ch *mempool.Chunk) dma.RingSpec { return dma.RingSpec{Base: ch.PA, Size: h2tRingDescs} }
+		if errno := d.dma.engines[r.eng].InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {
+			return errno
+		}
+		d.dma.driverRings[c] = r
+	}
+	return nil
+}
+
+// markerWord returns a word of context ctx's marker (0 source, 1 result).
+func (r *driverRing) markerWord(d *Device, ctx, which int) (*uint32, bool) {
+	b, ok := d.dma.mem.Slice(r.marks.PA+uint64(ctx*markerStride+4*which), 4)
+	if !ok {
+		return nil, false
+	}
+	return (*uint32)(unsafe.Pointer(&b[0])), true
+}
+
+// copy queues size bytes from src to dst (physical addresses) in 64 KiB
+// descriptors, followed by context ctx's marker pair, and rings the
+// queue. It returns the number of descriptors it used.
+func (r *driverRing) copy(d *Device, ctx int, dst, src, size uint64) (int, bool) {
+	srcWord, ok1 := r.markerWord(d, ctx, 0)
+	dstWord, ok2 := r.markerWord(d, ctx, 1)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	atomic.StoreUint32(srcWord, completionMarker)
+	atomic.StoreUint32(dstWord, 0)
+	var pairs [][3]uint64
+	for off := uint64(0); off < size; off += dma.MaxDescLen {
+		pairs = append(pairs, [3]uint64{src + off, dst + off, min(size-off, dma.MaxDescLen)})
+	}
+	markSrc := r.marks.PA + uint64(ctx*markerStride)
+	pairs = append(pairs, [3]uint64{markSrc, markSrc + 4, 4})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	txRing, ok1 := d.dma.mem.Slice(r.tx.PA, h2tRingDescs*dma.DescSize)
+	rxRing, ok2 := d.dma.mem.Slice(r.rx.PA, h2tRingDescs*dma.DescSize)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	for _, p := range pairs {
+		tx, rx := dma.CopyPair(p[0], p[1], uint32(p[2]&dma.LenMask), r.ringID)
+		tx.Put(txRing[r.next*dma.DescSize:])
+		rx.Put(rxRing[r.next*dma.DescSize:])
+		if r.next++; r.next == h2tRingDescs {
+			r.next, r.ringID = 0, (r.ringID+1)&3
+		}
+	}
+	n := uint32(len(pairs))
+	if errno := d.dma.engines[r.eng].Doorbell(r.qid, n, n); errno != 0 {
+		return 0, false
+	}
+	return len(pairs), true
+}
+
+// wait polls context ctx's marker until the copy landed, the caller is
+// interrupted, or the driver's budget for n descriptors ran out.
+func (r *driverRing) wait(ctx context.Context, d *Device, c int, n int) Result {
+	word, ok := r.markerWord(d, c, 1)
+	if !ok {
+		return Errno(syscall.EPERM)
+	}
+	deadline := time.Now().Add(max(minCopyWait, time.Duration(n)*80*time.Millisecond))
+	for spins := 0; atomic.LoadUint32(word) != completionMarker; spins++ {
+		if spins < 64 {
+			continue
+		}
+		if time.Now().After(deadline) {
+			return Errno(syscall.EPERM) // the driver's -1 on a DMA timeout
+		}
+		select {
+		case <-ctx.Done():
+			return Errno(syscall.EINTR)
+		case <-time.After(20 * time.Microsecond):
+		}
+	}
+	atomic.StoreUint32(word, 0)
+	return 0
+}
