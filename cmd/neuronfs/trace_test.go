@@ -106,8 +106,8 @@ func TestTraceBringup(t *testing.T) {
 	rec := func(i int) *trace.Record { return &tr.Records[i] }
 
 	// The two opens: read-write, then write-only; the closes in reverse.
-	if rec(0).Flags&3 != 2 || rec(18).Flags&3 != 1 || rec(21).FD != rec(18).FD || rec(22).FD != rec(0).FD {
-		t.Errorf("opens/closes: %+v %+v %+v %+v", rec(0), rec(18), rec(21), rec(22))
+	if rec(0).Flags&3 != 2 || rec(48).Flags&3 != 1 || rec(51).FD != rec(48).FD || rec(52).FD != rec(0).FD {
+		t.Errorf("opens/closes: %+v %+v %+v %+v", rec(0), rec(48), rec(51), rec(52))
 	}
 	if v := field(t, rec(1), true, "architecture"); v != 3 {
 		t.Errorf("DEVICE_BASIC_INFO architecture %d", v)
@@ -163,9 +163,9 @@ func TestTraceBringup(t *testing.T) {
 	if field(t, rec(16), false, "mem_handle") != h1 || field(t, rec(17), false, "mem_handle") != h2 {
 		t.Errorf("MEM_FREE handles %x %x", rec(16).Before, rec(17).Before)
 	}
-	mark := rec(19)
-	if field(t, mark, false, "nc_count") != 1 || field(t, mark, false, "end_nc_index") != 7 || field(t, mark, true, "bitmap") != bitmap || field(t, rec(20), false, "bitmap") != bitmap {
-		t.Errorf("CRWL mark/unmark: %x %x", mark.After, rec(20).Before)
+	mark := rec(49)
+	if field(t, mark, false, "nc_count") != 1 || field(t, mark, false, "end_nc_index") != 7 || field(t, mark, true, "bitmap") != bitmap || field(t, rec(50), false, "bitmap") != bitmap {
+		t.Errorf("CRWL mark/unmark: %x %x", mark.After, rec(50).Before)
 	}
 
 	// The decoder names every member.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +44,22 @@ var bringupCalls = []string{
 	"NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
 	"mmap", "munmap",
 	"NEURON_IOCTL_MEM_FREE", "NEURON_IOCTL_MEM_FREE",
+	// A core reset, a DMA ring run with its completion marker, and an
+	// exec doorbell harvested from the PE's notification ring.
+	"NEURON_IOCTL_NC_RESET", "NEURON_IOCTL_NC_RESET_READY",
+	"NEURON_IOCTL_MEM_ALLOC_V2MT64", "NEURON_IOCTL_MEM_GET_EXTENDED_INFO",
+	"NEURON_IOCTL_MEM_ALLOC_V2MT64", "NEURON_IOCTL_MEM_GET_EXTENDED_INFO",
+	"NEURON_IOCTL_DMA_QUEUE_INIT",
+	"NEURON_IOCTL_MEM_ALLOC_V2MT64", "NEURON_IOCTL_MEM_GET_EXTENDED_INFO",
+	"NEURON_IOCTL_MEM_BUF_COPY64",
+	"NEURON_IOCTL_MEM_ALLOC_V2MT64", "NEURON_IOCTL_MEM_GET_EXTENDED_INFO", "mmap",
+	"NEURON_IOCTL_DMA_COPY_DESCRIPTORS64", "NEURON_IOCTL_DMA_COPY_DESCRIPTORS64", "NEURON_IOCTL_DMA_QUEUE_COPY_START",
+	"NEURON_IOCTL_MEM_BUF_COPY64",
+	"NEURON_IOCTL_DEVICE_BASIC_INFO", "NEURON_IOCTL_NOTIFICATIONS_INIT_V2", "mmap",
+	"NEURON_IOCTL_DEVICE_BASIC_INFO", "NEURON_IOCTL_DEVICE_INFO", "NEURON_IOCTL_BAR_WRITE",
+	"NEURON_IOCTL_SEMAPHORE_INCREMENT",
+	"NEURON_IOCTL_BAR_WRITE", "NEURON_IOCTL_BAR_WRITE",
+	"munmap", "munmap", "NEURON_IOCTL_MEM_FREE", "NEURON_IOCTL_MEM_FREE",
 	"open",
 	"NEURON_IOCTL_CRWL_NC_RANGE_MARK", "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK",
 	"close", "close",
@@ -117,6 +135,9 @@ func bringup() error {
 	if err := host.Free(); err != nil {
 		return err
 	}
+	if err := bringupDMAAndExec(d); err != nil {
+		return err
+	}
 	misc, err := h.OpenMisc(0)
 	if err != nil {
 		return err
@@ -136,4 +157,69 @@ func bringup() error {
 	}
 	fmt.Printf("handles %d %d nq %#x %d bitmap %#x\n", dev.Handle, host.Handle, nq.MmapOffset, nq.MemHandle, bitmap)
 	return nil
+}
+
+// bringupDMAAndExec resets core 0, runs a DMA ring with the driver's
+// completion marker, and rings the exec doorbell, harvesting the PE's
+// START and END records.
+func bringupDMAAndExec(d *runtime.Device) error {
+	if err := d.Reset(1); err != nil {
+		return err
+	}
+	q, err := d.InitQueue(0, 2, 32, runtime.AllocOptions{Host: true})
+	if err != nil {
+		return err
+	}
+	buf, err := d.Alloc(8192, runtime.AllocOptions{Host: true})
+	if err != nil {
+		return err
+	}
+	if err := buf.Write(0, bringupPattern); err != nil {
+		return err
+	}
+	marker, err := d.NewMarker()
+	if err != nil {
+		return err
+	}
+	if err := q.Submit([]runtime.Copy{{Src: buf.PA, Dst: buf.PA + 4096, Len: 64}, marker.Copy()}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := marker.Wait(ctx); err != nil {
+		return err
+	}
+	got := make([]byte, 64)
+	if err := buf.Read(4096, got); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, bringupPattern) {
+		return fmt.Errorf("DMA copied %x", got)
+	}
+	nq, err := d.InitNQ(0, runtime.NQTypeNotify, runtime.InferStatusSlot, 4096)
+	if err != nil {
+		return err
+	}
+	if err := d.EnableNQs(0, 1<<runtime.InferStatusSlot); err != nil {
+		return err
+	}
+	if err := d.Doorbell(0, 0, 1); err != nil {
+		return err
+	}
+	for _, want := range []uint16{runtime.RecordStart, runtime.RecordEnd} {
+		rec, err := nq.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if runtime.RecordCode(rec) != want {
+			return fmt.Errorf("PE record %x, want code %d", rec, want)
+		}
+	}
+	if err := nq.Close(); err != nil {
+		return err
+	}
+	if err := marker.Close(); err != nil {
+		return err
+	}
+	return buf.Free()
 }

@@ -122,6 +122,9 @@ func FixedPointee(f Field) int {
 }
 
 func pointeeSize(s Struct, f Field, arg []byte) int {
+	if n, ok := arrayLen(s, f, arg); ok {
+		return n
+	}
 	if p := pointee(f); p == "void" || p == "char" {
 		for _, g := range s.Fields {
 			if g.Name == "size" && !g.Pointer() {

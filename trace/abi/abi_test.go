@@ -64,3 +64,38 @@ func TestNestedBuffers(t *testing.T) {
 		t.Fatalf("DEVICE_APP_PID layout %+v", s)
 	}
 }
+
+// Arrays sized by a count member are followed with their whole length.
+func TestArrayRules(t *testing.T) {
+	s, ok := Lookup("neuron_ioctl_dma_copy_descriptors64")
+	if !ok {
+		t.Fatal("no struct")
+	}
+	arg := make([]byte, s.Size)
+	for _, f := range s.Fields {
+		if f.Name == "num_descs" {
+			PutUint(arg, f, 3)
+		}
+	}
+	got := NestedBuffers(s, arg)
+	if len(got) != 1 || got[0].Field.Name != "buffer" || got[0].Len != 48 {
+		t.Fatalf("nested buffers %+v", got)
+	}
+	for name, rules := range arrayRules {
+		st, ok := Lookup(name)
+		if !ok {
+			t.Errorf("rule for unknown struct %s", name)
+			continue
+		}
+		for field, rule := range rules {
+			var hasField, hasCount bool
+			for _, f := range st.Fields {
+				hasField = hasField || (f.Name == field && f.Pointer())
+				hasCount = hasCount || f.Name == rule.count
+			}
+			if !hasField || !hasCount {
+				t.Errorf("%s: rule %s by %s names missing members", name, field, rule.count)
+			}
+		}
+	}
+}

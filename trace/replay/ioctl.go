@@ -67,6 +67,8 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			}
 			nested[f.Name] = nb
 			abi.PutUint(buf, f, naddr)
+		case isPID(r, f) && s.tgids[int(old)]:
+			abi.PutUint(buf, f, ourPID()) // the traced process's pid is ours now
 		case f.Handle() && old != 0:
 			if h, ok := s.handles[old]; ok {
 				abi.PutUint(buf, f, h)
@@ -129,9 +131,11 @@ func (s *state) compareField(res *Result, r *trace.Record, st abi.Struct, f abi.
 }
 
 // isPID says whether a member holds a process id (compared as "the
-// caller's" when it was the traced process's).
+// caller's" when it was the traced process's, and passed as ours): the
+// reset commands' request id is the caller's tgid.
 func isPID(r *trace.Record, f abi.Field) bool {
-	return f.Name == "pid" || strings.HasSuffix(f.Name, "_pid") || (r.Name == "NEURON_IOCTL_DEVICE_APP_PID" && f.Name == "value")
+	return f.Name == "pid" || strings.HasSuffix(f.Name, "_pid") || (r.Name == "NEURON_IOCTL_DEVICE_APP_PID" && f.Name == "value") ||
+		(f.Name == "request_id" && (r.Name == "NEURON_IOCTL_NC_RESET" || r.Name == "NEURON_IOCTL_NC_RESET_READY"))
 }
 
 // compareHandle checks a handle through the map of recorded to new
