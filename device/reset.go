@@ -196,16 +196,28 @@ func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 			lastIssue = time.Now()
 		}
 	}
-	for i := range dhal.ResetCompletionReads {
-		if !d.resetSleep(s.scaled(time.Duration(i) * dhal.ResetCompletionSleepsStep)) {
+	// The driver reads the status five times, sleeping 0, 1, 2, 3 and 4
+	// steps before the reads. Scaled down, that budget shrinks below the
+	// daemon's scheduling noise: keep reading, at the last interval, until
+	// at least minResetWait has passed.
+	waitStart := time.Now()
+	for i := 0; ; i++ {
+		step := min(i, dhal.ResetCompletionReads-1)
+		if !d.resetSleep(s.scaled(time.Duration(step) * dhal.ResetCompletionSleepsStep)) {
 			return false
 		}
 		if bar.Read32(misc+mmio.RegFirmwareStatus)&mmio.StatusResetting == 0 {
 			return true
 		}
+		if i >= dhal.ResetCompletionReads-1 && time.Since(waitStart) >= minResetWait {
+			return false
+		}
 	}
-	return false
 }
+
+// minResetWait is the least the emulated driver waits for the firmware to
+// finish a reset, whatever the time scale.
+const minResetWait = 50 * time.Millisecond
 
 // resetSleep sleeps unless the device is closing (false).
 func (d *Device) resetSleep(t time.Duration) bool {

@@ -57,6 +57,10 @@ func MountConfig(t testing.TB, cfg device.Config) (string, *device.System) {
 		if err := f.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
+		// A test that failed early may leave fds open on a detached
+		// mount; its server is gone, so fail their closes instead of
+		// letting them hang the test binary at exit.
+		f.Abort()
 		sys.Close()
 	})
 	return dir, sys
