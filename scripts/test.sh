@@ -29,3 +29,5 @@ go test -race -count=1 ./...
 
 fuzztime=${NEURONFS_FUZZTIME:-15s}
 go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="$fuzztime"
+go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
+go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
