@@ -13,6 +13,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
 )
 
 // Config selects what the emulated host looks like.
@@ -35,7 +36,14 @@ type Config struct {
 	// Strict refuses (and logs) one process's use of a chunk another
 	// process allocated and did not hand over, which the driver allows.
 	Strict bool
-	Log    *logrus.Entry
+	// Pod sets up pod election on UltraServer hosts and the PDS spoof
+	// (pod name, coordinator, userver_* parameters); the system fills in
+	// the rest.
+	Pod pod.Config
+	// NodeSerial, if not 0, is device 0's serial number: the one pod
+	// election compares. The other devices' serials derive from it.
+	NodeSerial uint64
+	Log        *logrus.Entry
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -54,6 +62,9 @@ type System struct {
 	resetLatency time.Duration
 	failResets   bool
 	strict       bool
+	nodeSerial   uint64
+	podRAM       podRAM        // each device's firmware, for the election
+	pod          *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
@@ -111,11 +122,15 @@ func NewSystem(cfg Config) (*System, error) {
 		resetLatency: cfg.ResetLatency,
 		failResets:   cfg.FailResets,
 		strict:       cfg.Strict,
+		nodeSerial:   cfg.NodeSerial,
+		podRAM:       make(podRAM, inst.Devices),
 	}
 	if s.resetLatency == 0 {
 		s.resetLatency = time.Millisecond
 	}
 	s.dispatch = newDispatcher(s.Table)
+	// Before the devices: their first resets feed the election.
+	s.pod = s.newPodElection(cfg.Pod)
 	for i := 0; i < inst.Devices; i++ {
 		d, err := newDevice(s, i)
 		if err != nil {
@@ -137,6 +152,9 @@ func NewSystem(cfg Config) (*System, error) {
 
 // Close releases the devices' memory. Nothing may use the system after.
 func (s *System) Close() {
+	if s.pod != nil {
+		s.pod.Close()
+	}
 	for _, d := range s.Devices {
 		close(d.reset.stop)
 		d.stopDMA()
