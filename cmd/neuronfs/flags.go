@@ -12,6 +12,7 @@ import (
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
 )
 
 // hostFlags are the flags that describe the emulated host; mount and run
@@ -27,6 +28,8 @@ type hostFlags struct {
 	degraded bool
 	strict   bool
 	driver   string
+	pod      podFlags
+	podSock  *pod.Socket // the pod coordinator system built, if any
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -40,6 +43,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.driver, "driver-version", ioctl.DefaultVersion, "emulated driver version: "+strings.Join(ioctl.Versions(), ", "))
 	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
+	h.pod.register(fs)
 }
 
 // fsOptions returns the mount options the flags ask for.
@@ -49,11 +53,11 @@ func (h *hostFlags) fsOptions(log *logrus.Entry) fs.Options {
 
 // args renders the flags back into a command line.
 func (h *hostFlags) args() []string {
-	return []string{
+	return append([]string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
 		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
-	}
+	}, h.pod.args()...)
 }
 
 // defaultInstances picks an instance when only --arch is given.
@@ -103,7 +107,11 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		}
 		h.major = uint(major)
 	}
-	return device.NewSystem(device.Config{
+	podCfg, serial, sock, err := h.pod.config(h.instance, log)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := device.NewSystem(device.Config{
 		Instance:      h.instance,
 		Devices:       h.devices,
 		Arch:          arch,
@@ -111,8 +119,23 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		Major:         major,
 		Strict:        h.strict,
 		DriverVersion: h.driver,
+		Pod:           podCfg,
+		NodeSerial:    serial,
 		Log:           log,
 	})
+	if err != nil && sock != nil {
+		sock.Close()
+	}
+	h.podSock = sock
+	return sys, err
+}
+
+// leavePod stops the pod this daemon hosts, if any (its members' links
+// then fail until one of them hosts it).
+func (h *hostFlags) leavePod() {
+	if h.podSock != nil {
+		h.podSock.Close()
+	}
 }
 
 func cmdInstances(args []string) int {
