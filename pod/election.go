@@ -33,8 +33,8 @@ type Config struct {
 	// Devices per server (16 on real hardware): the election starts once
 	// all of them have reset, and needs all secondaries to vet well.
 	Devices int
-	// Pod names the pod to join; Size (default 4) and Slot (-1: any)
-	// describe the cabling. Without a Coordinator the server has no
+	// Pod names the pod to join; Size (default 4) and Slot (-1: the first
+	// free one; the zero value is slot 0) describe the cabling. Without a Coordinator the server has no
 	// cables: every link read fails.
 	Pod         string
 	Size        int
@@ -80,7 +80,6 @@ type Election struct {
 	registered []bool
 	pdsDone    bool
 	port       Port // guarded by mu; used only by the goroutine
-	portJoined bool
 }
 
 // New returns the election of a server whose devices' misc RAM is ram and

@@ -339,7 +339,7 @@ func TestKill(t *testing.T) {
 	if e.ClassNodeID(2) != "busy\n" || e.ClassModes() != "busy\n" || e.ClassServerID(2) != "0000000000000000\n" {
 		t.Error("class attributes while electing")
 	}
-	if _, errno := e.Ctrl(CtlSetModeReq(), ModeX1, 0); errno != syscall.EBUSY {
+	if _, errno := e.Ctrl(CtrlSetMode, ModeX1, 0); errno != syscall.EBUSY {
 		t.Errorf("SET_MODE while electing: %v", errno)
 	}
 	if state, errno := e.Ctrl(CtrlReqKill, 0, 0); errno != 0 || state != UserInProgress {
@@ -352,9 +352,6 @@ func TestKill(t *testing.T) {
 	}
 	wantFailure(t, e)
 }
-
-// CtlSetModeReq keeps the test readable.
-func CtlSetModeReq() uint32 { return CtrlSetMode }
 
 func TestCtrl(t *testing.T) {
 	c := NewLocal()

@@ -119,10 +119,13 @@ func (e *Election) ensurePort(ctx context.Context) Port {
 	return p
 }
 
-// dropPort forgets a port whose transport failed; the next attempt joins
-// again.
+// dropPort forgets a port whose transport broke; the next attempt joins
+// again. Link errors and cancellations leave a working port alone.
 func (e *Election) dropPort(p Port, err error) {
-	if p == nil || err == nil || errors.Is(err, ErrLink) || errors.Is(err, context.Canceled) {
+	if p == nil || err == nil || errors.Is(err, ErrLink) {
+		return
+	}
+	if b, ok := p.(interface{ Broken() bool }); !ok || !b.Broken() {
 		return
 	}
 	e.mu.Lock()

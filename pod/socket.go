@@ -128,6 +128,13 @@ type socketPort struct {
 
 func (p *socketPort) Slot() int { return p.slot }
 
+// Broken reports whether the connection is gone.
+func (p *socketPort) Broken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.broken != nil
+}
+
 // rpc sends q and reads its response, within rpcTimeout and ctx. Any
 // transport failure breaks the port for good.
 func (p *socketPort) rpc(ctx context.Context, q request, words int) (response, error) {
@@ -135,6 +142,9 @@ func (p *socketPort) rpc(ctx context.Context, q request, words int) (response, e
 	defer p.mu.Unlock()
 	if p.broken != nil {
 		return response{}, p.broken
+	}
+	if err := ctx.Err(); err != nil {
+		return response{}, err // nothing sent: the connection is still good
 	}
 	deadline := time.Now().Add(rpcTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {

@@ -188,3 +188,37 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 	})
 }
+
+// A killed election leaves the server able to elect again over the same
+// socket coordinator.
+func TestSocketKillThenElect(t *testing.T) {
+	name := uniquePod(t)
+	a, b := NewSocket(nil), NewSocket(nil)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	cfg := testConfig(a, 2)
+	cfg.Pod, cfg.Timeout, cfg.Slot = name, time.Hour, 0
+	ea := New(cfg, newRAM(testDevices, 0x300))
+	t.Cleanup(ea.Close)
+	for d := 0; d < testDevices; d++ {
+		ea.OnReset(d, true)
+	}
+	time.Sleep(50 * time.Millisecond) // let it wait on the absent peer
+	ea.Ctrl(CtrlReqKill, 0, 0)
+	waitAll(t, []*Election{ea})
+	if ea.State() != StateFailure {
+		t.Fatalf("after kill: %v", ea.State())
+	}
+	cfg.Coordinator, cfg.Slot = b, 1
+	eb := New(cfg, newRAM(testDevices, 0x200))
+	t.Cleanup(eb.Close)
+	for d := 0; d < testDevices; d++ {
+		eb.OnReset(d, true)
+	}
+	if _, errno := ea.Ctrl(CtrlReqPod, 0, 30); errno != 0 {
+		t.Fatal(errno)
+	}
+	waitAll(t, []*Election{ea, eb})
+	if ea.State() != StateSuccess || eb.State() != StateSuccess || ea.Result().NodeID != 1 || eb.Result().NodeID != 0 {
+		t.Errorf("re-election: %v %+v / %v %+v", ea.State(), ea.Result(), eb.State(), eb.Result())
+	}
+}
