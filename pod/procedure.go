@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sirupsen/logrus"
 )
 
 // The election procedure. One goroutine runs it for the whole server,
@@ -64,7 +66,12 @@ func (e *Election) run() {
 			case LinkRight:
 				e.lr = LinkLeft
 			default:
-				e.log.WithError(err).Warn("ultraserver election failed")
+				// Expected of a server with no pod: say it quietly.
+				lvl := logrus.InfoLevel
+				if e.cfg.Pod != "" {
+					lvl = logrus.WarnLevel
+				}
+				e.log.WithError(err).Log(lvl, "ultraserver election failed")
 				e.state = StateFailure
 			}
 			if e.state != StateFailure && time.Until(e.deadline) < e.cfg.Extension {
