@@ -189,7 +189,6 @@ func TestPodBusyAndKill(t *testing.T) {
 
 func TestPodUltraServerWithoutPod(t *testing.T) {
 	s := newTestSystem(t, "trn2u.48xlarge")
-	t.Cleanup(s.Close)
 	if st := waitPod(t, s); st != pod.StateFailure {
 		t.Fatalf("a server with no cables: %v", st)
 	}
@@ -210,7 +209,6 @@ func TestPodUltraServerWithoutPod(t *testing.T) {
 
 func TestPodPDS(t *testing.T) {
 	s := newTestSystem(t, "trn3s.48xlarge")
-	t.Cleanup(s.Close)
 	if s.Instance.Platform != dhal.PlatformPDS {
 		t.Fatal(s.Instance.Platform)
 	}
