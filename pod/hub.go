@@ -11,7 +11,7 @@ type Hub struct {
 	mu    sync.Mutex
 	size  int // 0 until the first join
 	slots [MaxNodes]hubSlot
-	cut   map[link]bool
+	cut   map[end]bool // link ends cut by CutLink
 	gen   uint64
 }
 
@@ -34,18 +34,14 @@ type reg struct {
 	off uint32
 }
 
-// link names a link by its lower slot and side.
-type link struct {
+// end names one end of a link: a slot and the side it leaves by.
+type end struct {
 	slot int
 	side Side
 }
 
-func linkOf(size, slot int, side Side) link {
-	return link{min(slot, neighbor(size, slot, side)), side}
-}
-
 // NewHub returns an empty pod.
-func NewHub() *Hub { return &Hub{cut: map[link]bool{}} }
+func NewHub() *Hub { return &Hub{cut: map[end]bool{}} }
 
 // join seats a member and returns its slot and generation.
 func (h *Hub) join(j Join) (slot int, gen uint64, err error) {
@@ -55,7 +51,9 @@ func (h *Hub) join(j Join) (slot int, gen uint64, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.anyJoinedLocked() {
-		// Nobody is here: the pod can be rebuilt with another size.
+		// Nobody is here: the pod can be rebuilt with another size. With
+		// the same size, members that left still read as gone, so a
+		// newcomer notices a dead peer at once.
 		if h.size != j.Size {
 			h.size = j.Size
 			h.slots = [MaxNodes]hubSlot{}
@@ -130,10 +128,11 @@ func (h *Hub) read(slot int, gen uint64, side Side, dev int, off uint32, n int) 
 	if _, err := h.memberLocked(slot, gen); err != nil {
 		return nil, err
 	}
-	if h.cut[linkOf(h.size, slot, side)] {
+	other := neighbor(h.size, slot, side)
+	if h.cut[end{slot, side}] || h.cut[end{other, side}] {
 		return nil, ErrLink
 	}
-	nb := &h.slots[neighbor(h.size, slot, side)]
+	nb := &h.slots[other]
 	out := make([]uint32, n)
 	switch nb.state {
 	case slotEmpty:
@@ -152,10 +151,7 @@ func (h *Hub) read(slot int, gen uint64, side Side, dev int, off uint32, n int) 
 func (h *Hub) CutLink(slot int, side Side, cut bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.size == 0 {
-		h.size = MaxNodes
-	}
-	h.cut[linkOf(h.size, slot, side)] = cut
+	h.cut[end{slot, side}] = cut
 }
 
 // Members returns the slots currently joined.

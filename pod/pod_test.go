@@ -473,3 +473,51 @@ func TestPDS(t *testing.T) {
 		t.Errorf("PDS 4: %+v %q", r, e4.ClassModes())
 	}
 }
+
+func TestHubCutsAndRestarts(t *testing.T) {
+	ctx := context.Background()
+	c := NewLocal()
+	h := c.Hub("p")
+	h.CutLink(3, Left, true) // in a 4-node pod: the link between slots 3 and 1
+	var ports [4]Port
+	for i := range ports {
+		p, err := c.Join(ctx, Join{Pod: "p", Size: 4, Slot: -1})
+		if err != nil || p.Slot() != i {
+			t.Fatal(i, err)
+		}
+		ports[i] = p
+	}
+	for _, x := range []struct {
+		slot int
+		side Side
+		cut  bool
+	}{{1, Left, true}, {3, Left, true}, {1, Right, false}, {0, Left, false}, {2, Right, false}} {
+		_, err := ports[x.slot].Read(ctx, x.side, 0, RegStatus, 1)
+		if (err == ErrLink) != x.cut {
+			t.Errorf("slot %d %s: %v", x.slot, x.side, err)
+		}
+	}
+	h.CutLink(3, Left, false)
+	if _, err := ports[1].Read(ctx, Left, 0, RegStatus, 1); err != nil {
+		t.Errorf("mended link: %v", err)
+	}
+	// Members that left read as gone; once everybody left, the pod can be
+	// rebuilt with another size, where nobody reads as gone.
+	ports[0].Close()
+	if _, err := ports[2].Read(ctx, Left, 0, RegStatus, 1); err != ErrLink {
+		t.Errorf("read of a departed member: %v", err)
+	}
+	for _, p := range ports[1:] {
+		p.Close()
+	}
+	p, err := c.Join(ctx, Join{Pod: "p", Size: 2, Slot: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := p.Read(ctx, Left, 0, RegStatus, 1); err != nil || w[0] != 0 {
+		t.Errorf("rebuilt pod: %v %v", w, err)
+	}
+	if m := h.Members(); len(m) != 1 || m[0] != 1 {
+		t.Errorf("members %v", m)
+	}
+}

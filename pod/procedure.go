@@ -112,7 +112,9 @@ func (e *Election) ensurePort(ctx context.Context) Port {
 		return nil
 	}
 	for dev := 0; dev < e.cfg.Devices; dev++ {
-		for _, off := range []uint32{RegSerialLo, RegSerialHi} {
+		// High word first: a neighbour takes a non-zero low word as "up"
+		// and must not then read half a serial number.
+		for _, off := range []uint32{RegSerialHi, RegSerialLo} {
 			if err := p.Publish(ctx, dev, off, e.ram.ReadMisc(dev, off)); err != nil {
 				p.Close()
 				return nil

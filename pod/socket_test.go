@@ -214,8 +214,12 @@ func TestSocketKillThenElect(t *testing.T) {
 	for d := 0; d < testDevices; d++ {
 		eb.OnReset(d, true)
 	}
-	if _, errno := ea.Ctrl(CtrlReqPod, 0, 30); errno != 0 {
-		t.Fatal(errno)
+	// A kill that interrupted an exchange costs ea its connection, and eb
+	// may then have seen a dead peer and failed: ask both.
+	for _, e := range []*Election{ea, eb} {
+		if _, errno := e.Ctrl(CtrlReqPod, 0, 30); errno != 0 {
+			t.Fatal(errno)
+		}
 	}
 	waitAll(t, []*Election{ea, eb})
 	if ea.State() != StateSuccess || eb.State() != StateSuccess || ea.Result().NodeID != 1 || eb.Result().NodeID != 0 {
