@@ -7,6 +7,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
 )
 
 // Where the emulated driver pretends to have ioremapped each BAR0: a
@@ -154,9 +155,14 @@ func logicalToPhysicalNCMap(r *Request) Result {
 }
 
 // dieFlipped reports whether this host's NC map is die-flipped: UltraServer
-// nodes 1 and 3 after a successful election. Pod election is not emulated
-// yet, so no node is ever 1 or 3.
-func (s *System) dieFlipped() bool { return false }
+// nodes 1 and 3 (in the current operating mode) of a formed pod.
+func (s *System) dieFlipped() bool {
+	if s.pod == nil || s.Instance.Platform != dhal.PlatformUltraServer {
+		return false
+	}
+	state, node, _ := s.pod.Status()
+	return state == pod.UserUltraServer && (node == 1 || node == 3)
+}
 
 func put32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)

@@ -81,17 +81,26 @@ func (d *Device) initMMIO() error {
 	})
 	fw.ResetBehaviour(d.sys.resetLatency, d.sys.faults.ResetFail.Load)
 	fw.FailRequests(d.sys.faults.FWIOFail.Load)
-	serial := d.sys.Instance.SerialNumber(d.Index)
-	for _, r := range []struct {
+	serial := d.sys.serialNumber(d.Index)
+	regs := []struct {
 		off uint64
 		v   uint32
 	}{
 		{mmio.RegDeviceID, d.sys.Instance.RoutingID(d.Index)},
 		{mmio.RegSerialLo, uint32(serial)},
 		{mmio.RegSerialHi, uint32(serial >> 32)},
-	} {
+	}
+	if d.sys.Instance.Platform == dhal.PlatformPDS {
+		// The firmware's server info: valid bit and server id.
+		regs = append(regs, struct {
+			off uint64
+			v   uint32
+		}{mmio.RegServerRack, 1<<15 | d.sys.Instance.ServerID&0x7fff})
+	}
+	for _, r := range regs {
 		fw.Set(r.off, r.v)
 	}
+	d.sys.podRAM[d.Index] = fw
 	regions := []mmio.Region{{Name: "misc-ram", Base: f.MiscRAMBar0, Size: mmio.MiscRAMSize, Block: fw}}
 	for i, e := range d.dma.engines {
 		regions = append(regions, mmio.Region{Name: "udma", Base: f.UDMABase(i), Size: dhal.UDMABlockSize, Block: engineBlock{e}})

@@ -7,12 +7,12 @@ import (
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
 )
 
 // UltraServer pod ioctls. On V2 and on standard V3/V4 hosts there is no
-// pod: every call reports a single node. Pod election (UltraServer) and
-// the spoofed PDS answers are not emulated yet: on those platforms the
-// commands answer as unsupported.
+// pod: every call reports a single node. On UltraServer and PDS hosts the
+// answers come from the pod election (package pod).
 
 const (
 	podStateSingleNode = 4  // NEURON_POD_E_STATE_SINGLE_NODE
@@ -20,20 +20,17 @@ const (
 	podNodeNone        = -1 // no node id
 )
 
-// podless reports whether this host is outside any pod.
-func (s *System) podless() bool {
-	return s.Arch.Arch == dhal.V2 || s.Instance.Platform == dhal.PlatformStandard
-}
-
 func podInfo(r *Request) Result {
 	var v ioctl.PodInfo
 	if _, res := copyInPodVariant(r, ioctl.Bytes(&v), ioctl.CmdPodInfo); res != 0 {
 		return res
 	}
-	if !r.Sys().podless() {
-		return unsupported(r)
-	}
 	v = ioctl.PodInfo{Sz: uint16(ioctl.Sizeof[ioctl.PodInfo]()), PodType: podTypeNone}
+	if e := r.Sys().pod; e != nil {
+		info := e.Info()
+		v.PodType, v.PodSz = info.Type, info.Size
+		binary.LittleEndian.PutUint64(v.PodID[:], info.Serial)
+	}
 	return copyOut(r, r.Arg, &v)
 }
 
@@ -61,15 +58,25 @@ func podStatus(r *Request) Result {
 	if res != 0 {
 		return res
 	}
-	if !r.Sys().podless() {
-		return unsupported(r)
-	}
 	v = ioctl.PodStatusV2{}
 	v.V1.Sz = uint16(size)
 	v.V1.State = podStateSingleNode
 	v.V1.NodeID = podNodeNone
 	v.V1.PodType = podTypeNone
-	return copyOutBytes(r, r.Arg, ioctl.Bytes(&v)[:size])
+	var errno syscall.Errno
+	if e := r.Sys().pod; e != nil {
+		// Status first, then the data it vouches for, as the driver reads them.
+		v.V1.State, v.V1.NodeID, errno = e.Status()
+		info := e.Info()
+		v.V1.PodType, v.V1.PodSz = info.Type, info.Size
+		binary.LittleEndian.PutUint64(v.V1.PodID[:], info.Serial)
+		v.Mode, v.ModesSupported = uint32(info.Mode), info.ModesSupported
+	}
+	if res := copyOutBytes(r, r.Arg, ioctl.Bytes(&v)[:size]); res != 0 || errno == 0 {
+		return res
+	}
+	// EBUSY while electing: the struct went back all the same.
+	return Errno(errno)
 }
 
 func podCtrl(r *Request) Result {
@@ -78,15 +85,22 @@ func podCtrl(r *Request) Result {
 	if res != 0 {
 		return res
 	}
+	if r.Cmd == ioctl.CmdPodCtrl {
+		v.Mode = uint32(pod.ModeUnset) // the V1 struct has no mode
+	}
 	buf := ioctl.Bytes(&v)[:size]
 	s := r.Sys()
+	var errno syscall.Errno
 	switch {
 	case s.Arch.Arch == dhal.V2:
 		v.V1.State = podStateSingleNode
-	case s.Instance.Platform == dhal.PlatformStandard:
+	case s.pod == nil:
 		// V3/V4 standard: nothing happens, the state goes back as passed.
 	default:
-		return unsupported(r)
+		v.V1.State, errno = s.pod.Ctrl(v.V1.Ctrl, pod.Mode(v.Mode), v.V1.Timeout)
 	}
-	return copyOutBytes(r, r.Arg, buf)
+	if res := copyOutBytes(r, r.Arg, buf); res != 0 || errno == 0 {
+		return res
+	}
+	return Errno(errno)
 }

@@ -41,10 +41,3 @@ func TestPodOnPodlessHosts(t *testing.T) {
 		wantErrno(t, inst+" old POD_CTRL", res, syscall.EINVAL)
 	}
 }
-
-func TestPodOnUltraServerIsUnsupported(t *testing.T) {
-	s := newTestSystem(t, "trn2u.48xlarge")
-	f := open(t, s.Devices[0], syscall.O_WRONLY, 100)
-	res, _ := call(t, context.Background(), f, 100, ioctl.CmdPodInfo, ioctl.PodInfo{Sz: 260})
-	wantErrno(t, "POD_INFO on an UltraServer", res, ioctl.ENOTSUPP)
-}

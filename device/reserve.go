@@ -122,7 +122,9 @@ func crwlRangeUnmark(r *Request) Result {
 	shiftBitmap(&v.Bitmap, s.Arch.CoresPerDevice*r.Dev().Index)
 	s.mu.Lock()
 	s.cores.unmark(&v.Bitmap, r.Caller.Tgid)
+	left := s.cores.count
 	s.mu.Unlock()
+	s.notifyUnmark(left)
 	return 0
 }
 
@@ -131,7 +133,9 @@ func (s *System) unmarkAll(tgid int32) {
 	all := [8]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
 	s.mu.Lock()
 	s.cores.unmark(&all, tgid)
+	left := s.cores.count
 	s.mu.Unlock()
+	s.notifyUnmark(left)
 }
 
 // coreOwner returns the tgid that marked host-wide core index i (0: none).

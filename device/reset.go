@@ -135,6 +135,11 @@ func (d *Device) serveResets() bool {
 	e.hardwareResets++
 	d.mu.Unlock()
 
+	if ncMap == ncMapDevice {
+		// Runs after the unlock below: the driver's post-reset
+		// configuration (pod election) follows whole-device resets only.
+		defer d.sys.postReset(d, ok)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e.pending = e.pending[len(batch):]

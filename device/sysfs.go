@@ -31,8 +31,16 @@ const (
 
 // ClassAttributes returns /sys/class/neuron_device/'s own files.
 func (s *System) ClassAttributes() []Attr {
-	// Pod election is not emulated yet: every platform shows what a host
-	// that is not (yet) part of an UltraServer pod shows.
+	if e := s.pod; e != nil {
+		return []Attr{
+			{Path: "node_id_2", Mode: modeClassAttr, Show: func() string { return e.ClassNodeID(2) }},
+			{Path: "node_id_4", Mode: modeClassAttr, Show: func() string { return e.ClassNodeID(4) }},
+			{Path: "server_id_2", Mode: modeClassAttr, Show: func() string { return e.ClassServerID(2) }},
+			{Path: "server_id_4", Mode: modeClassAttr, Show: func() string { return e.ClassServerID(4) }},
+			{Path: "ultraserver_mode", Mode: modeClassAttr, Show: e.ClassModes},
+		}
+	}
+	// Hosts outside any pod.
 	noNode := func() string { return "-1\n" }
 	noServer := func() string { return "0000000000000000\n" }
 	return []Attr{
@@ -84,7 +92,7 @@ func (d *Device) Attributes() []Attr {
 		{Path: "core_count", Mode: modeOwnerRead, Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
 		{Path: "connected_devices", Mode: modeOwnerRead, Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
 		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.showNotifyDelay, Store: s.storeNotifyDelay},
-		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.Instance.SerialNumber(d.Index))), Store: ignoreWrite},
+		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.serialNumber(d.Index))), Store: ignoreWrite},
 		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n"), Store: ignoreWrite},
 		{Path: "info/architecture/instance_type", Mode: modeMetricAttr, Show: text(p.InstanceType + "\n"), Store: ignoreWrite},
 		{Path: "info/architecture/device_name", Mode: modeMetricAttr, Show: text(p.DeviceName + "\n"), Store: ignoreWrite},

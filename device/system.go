@@ -13,6 +13,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
 )
 
 // Config selects what the emulated host looks like.
@@ -39,13 +40,20 @@ type Config struct {
 	// Strict refuses (and logs) one process's use of a chunk another
 	// process allocated and did not hand over, which the driver allows.
 	Strict bool
-	Log    *logrus.Entry
 	// InferenceStart is the index of the inference-start semaphore whose
 	// increments ring a core's exec doorbell; nil takes any semaphore.
 	InferenceStart *uint32
 	// ExecLatency is how long an emulated execution takes between its
 	// START and END records (default 0).
 	ExecLatency time.Duration
+	// Pod sets up pod election on UltraServer hosts and the PDS spoof
+	// (pod name, coordinator, userver_* parameters); the system fills in
+	// the rest.
+	Pod pod.Config
+	// NodeSerial, if not 0, is device 0's serial number: the one pod
+	// election compares. The other devices' serials derive from it.
+	NodeSerial uint64
+	Log        *logrus.Entry
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -65,6 +73,9 @@ type System struct {
 	timeScale    float64
 	faults       Faults
 	strict       bool
+	nodeSerial   uint64
+	podRAM       podRAM        // each device's firmware, for the election
+	pod          *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
@@ -126,6 +137,8 @@ func NewSystem(cfg Config) (*System, error) {
 
 		resetLatency: cfg.ResetLatency,
 		strict:       cfg.Strict,
+		nodeSerial:   cfg.NodeSerial,
+		podRAM:       make(podRAM, inst.Devices),
 	}
 	s.epoch = time.Now()
 	s.inferenceStart, s.execLatency = -1, cfg.ExecLatency
@@ -141,6 +154,8 @@ func NewSystem(cfg Config) (*System, error) {
 		s.resetLatency = s.scaled(defaultResetLatency)
 	}
 	s.dispatch = newDispatcher(s.Table)
+	// Before the devices: their first resets feed the election.
+	s.pod = s.newPodElection(cfg.Pod)
 	for i := 0; i < inst.Devices; i++ {
 		d, err := newDevice(s, i)
 		if err != nil {
@@ -183,6 +198,9 @@ func (s *System) Close() {
 	if s.stopSweep != nil {
 		close(s.stopSweep)
 		<-s.sweepDone
+	}
+	if s.pod != nil {
+		s.pod.Close()
 	}
 	for _, d := range s.Devices {
 		close(d.reset.stop)

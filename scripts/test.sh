@@ -32,3 +32,5 @@ go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="$fuzztime"
 go test ./dma -run='^$' -fuzz='^FuzzExecute$' -fuzztime=10s
 go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=10s
 go test ./mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=10s
+go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
+go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"

@@ -13,6 +13,7 @@ import (
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
 )
 
 // hostFlags are the flags that describe the emulated host; mount and run
@@ -33,6 +34,8 @@ type hostFlags struct {
 	execLatency    time.Duration
 	timeScale      float64
 	inject         string
+	pod      podFlags
+	podSock  *pod.Socket // the pod coordinator system built, if any
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -50,6 +53,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
 	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, ecc-sram=N, ecc-hbm=N, hbm-repair=pending|failed (comma-separated; also writable at MOUNT/neuronfs/faults)")
+	h.pod.register(fs)
 }
 
 // fsOptions returns the mount options the flags ask for.
@@ -59,13 +63,13 @@ func (h *hostFlags) fsOptions(log *logrus.Entry) fs.Options {
 
 // args renders the flags back into a command line.
 func (h *hostFlags) args() []string {
-	return []string{
+	return append([]string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
 		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
 		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject,
-	}
+	}, h.pod.args()...)
 }
 
 // defaultInstances picks an instance when only --arch is given.
@@ -120,6 +124,10 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		v := uint32(h.inferenceStart)
 		start = &v
 	}
+	podCfg, serial, sock, err := h.pod.config(h.instance, log)
+	if err != nil {
+		return nil, err
+	}
 	sys, err := device.NewSystem(device.Config{
 		InferenceStart: start,
 		ExecLatency:    h.execLatency,
@@ -131,16 +139,31 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		Major:          major,
 		Strict:         h.strict,
 		DriverVersion:  h.driver,
+		Pod:            podCfg,
+		NodeSerial:     serial,
 		Log:            log,
 	})
 	if err != nil {
+		if sock != nil {
+			sock.Close()
+		}
 		return nil, err
 	}
+	h.podSock = sock
 	if err := sys.ApplyFaults(h.inject); err != nil {
 		sys.Close()
+		h.leavePod()
 		return nil, err
 	}
 	return sys, nil
+}
+
+// leavePod stops the pod this daemon hosts, if any (its members' links
+// then fail until one of them hosts it).
+func (h *hostFlags) leavePod() {
+	if h.podSock != nil {
+		h.podSock.Close()
+	}
 }
 
 func cmdInstances(args []string) int {

@@ -38,6 +38,7 @@ func cmdMount(args []string) int {
 		log.WithError(err).Error("cannot build the emulated host")
 		return 1
 	}
+	defer h.leavePod()
 	// The reaper comes first, so no instant exists where the daemon has
 	// mounted but nobody would clean up after a SIGKILL.
 	reaper, err := startReaper(mnt)

@@ -1,0 +1,95 @@
+package device
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/mmio"
+	"github.com/neuronfs/neuronfs/pod"
+)
+
+// The host's side of pod election: the election gets the devices' misc RAM
+// and hears about whole-device resets and core unmarks, as the driver's
+// npe_* hooks do.
+
+// podRAM shows the devices' firmware registers to the election. Entries
+// are set before each device's first reset is queued, so the election
+// (which starts from a reset) always finds them.
+type podRAM []*mmio.Firmware
+
+func (r podRAM) ReadMisc(dev int, off uint32) uint32 {
+	if dev < 0 || dev >= len(r) || r[dev] == nil {
+		return 0
+	}
+	v, _ := r[dev].Read32(uint64(off))
+	return v
+}
+
+func (r podRAM) WriteMisc(dev int, off uint32, v uint32) {
+	if dev >= 0 && dev < len(r) && r[dev] != nil {
+		r[dev].Set(uint64(off), v)
+	}
+}
+
+// newPodElection returns the election of an UltraServer or PDS host, or nil.
+func (s *System) newPodElection(cfg pod.Config) *pod.Election {
+	switch {
+	case s.Arch.Arch == dhal.V2:
+		return nil
+	case s.Instance.Platform == dhal.PlatformUltraServer:
+		cfg.Kind = pod.KindUltraServer
+	case s.Instance.Platform == dhal.PlatformPDS:
+		cfg.Kind = pod.KindPDS
+	default:
+		return nil
+	}
+	// The driver's election always waits for 16 devices: with fewer it
+	// never starts (POD_STATUS stays busy until a kill).
+	cfg.Devices = pod.DefaultDevices
+	cfg.ServerID = s.Instance.ServerID
+	cfg.MarkedCores = s.MarkedCores
+	cfg.Log = s.log
+	return pod.New(cfg, s.podRAM)
+}
+
+// postReset is the driver's post-reset configuration, run after every
+// whole-device reset.
+func (s *System) postReset(d *Device, ok bool) {
+	if s.pod != nil {
+		s.pod.OnReset(d.Index, ok)
+	}
+}
+
+// notifyUnmark tells the election how many cores stay marked after an
+// unmark: at zero it forgets the operating mode.
+func (s *System) notifyUnmark(marked int) {
+	if s.pod != nil {
+		s.pod.NotifyUnmark(marked)
+	}
+}
+
+// Pod returns the host's pod election (nil outside UltraServer and PDS).
+func (s *System) Pod() *pod.Election { return s.pod }
+
+// serialNumber is device index's serial (misc RAM 0x38/0x3c). With a node
+// serial set, device 0 carries it (pod election compares device 0's) and
+// the others derive theirs from it.
+func (s *System) serialNumber(index int) uint64 {
+	if s.nodeSerial == 0 {
+		return s.Instance.SerialNumber(index)
+	}
+	if index == 0 {
+		return s.nodeSerial
+	}
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], s.nodeSerial)
+	binary.LittleEndian.PutUint64(b[8:], uint64(index))
+	h.Write(b[:])
+	v := h.Sum64()
+	if v == 0 || v == ^uint64(0) || v <= 15 { // values that read as "no data" or as a device index
+		v ^= 0x5a5a5a5a5a5a5a5a
+	}
+	return v
+}
