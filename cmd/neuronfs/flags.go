@@ -34,8 +34,8 @@ type hostFlags struct {
 	execLatency    time.Duration
 	timeScale      float64
 	inject         string
-	pod      podFlags
-	podSock  *pod.Socket // the pod coordinator system built, if any
+	pod            podFlags
+	podSock        *pod.Socket // the pod coordinator system built, if any
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
