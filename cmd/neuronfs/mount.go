@@ -28,6 +28,9 @@ func cmdMount(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs:", err)
 		return 2
 	}
+	if err := preflight(); err != nil {
+		return failLine("mount", err)
+	}
 	// Signals are caught from the start: one arriving mid-mount still
 	// ends in an orderly unmount.
 	sigs := make(chan os.Signal, 1)
@@ -47,8 +50,7 @@ func cmdMount(args []string) int {
 	fsys, err := fs.Mount(sys, mnt, h.fsOptions(log))
 	if err != nil {
 		reaper.stop()
-		log.WithError(err).Error("mount failed")
-		return 1
+		return failLine("mount", mountError(err))
 	}
 	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "took": time.Since(start)}).Info("mounted")
 
