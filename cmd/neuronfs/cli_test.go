@@ -47,6 +47,8 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 		{[]string{"help", "top"}, 0, "-interval", ""},
 		{[]string{"top", "-h"}, 0, "-interval", ""},
 		{[]string{"help", "mount"}, 0, "-log-format", ""},
+		{[]string{"mount", "--help"}, 0, "-state-dir", ""},
+		{[]string{"help", "cleanup"}, 0, "-state-dir", ""},
 		{[]string{"help", "nosuch"}, 2, "", "unknown command"},
 		{[]string{"nosuch"}, 2, "", "unknown command"},
 		{[]string{"help", "__reap"}, 2, "", "unknown command"},
@@ -56,9 +58,11 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 		{[]string{"mount", "--nosuch", "x"}, 2, "", "flag provided but not defined"},
 		{[]string{"mount", "--log-format=xml", "x"}, 2, "", "unknown log format"},
 		{[]string{"mount"}, 2, "", "usage"},
+		{[]string{"mount", "--host", "x"}, 2, "", "no MOUNTPOINT"},
 		{[]string{"run", "--log-format=xml", "--", "true"}, 2, "", "unknown log format"},
 		{[]string{"top", "--interval=0"}, 2, "", "usage"},
 		{[]string{"top", "extra"}, 2, "", "usage"},
+		{[]string{"cleanup", "extra"}, 2, "", "usage"},
 	} {
 		out, errOut, status := cli(t, c.args...)
 		if status != c.status || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errOut) {
@@ -100,7 +104,7 @@ func TestNotRootIsOneLine(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"mount", dir}, {"run", "--", "true"}} {
+	for _, args := range [][]string{{"mount", dir}, {"run", "--", "true"}, {"mount", "--host"}, {"cleanup"}} {
 		cmd := exec.Command(bin, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		_, errOut, status := cliCmd(t, cmd)
@@ -111,7 +115,7 @@ func TestNotRootIsOneLine(t *testing.T) {
 func TestMissingFUSEIsOneLine(t *testing.T) {
 	testRequireRoot(t)
 	// A private mount namespace where /dev/fuse is not the FUSE device.
-	for _, args := range []string{"mount " + t.TempDir(), "run -- true"} {
+	for _, args := range []string{"mount " + t.TempDir(), "run -- true", "mount --host --state-dir " + t.TempDir()} {
 		cmd := exec.Command("sh", "-c", `mount --bind /dev/null /dev/fuse && exec "$0" `+args, os.Args[0])
 		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 		_, errOut, status := cliCmd(t, cmd)

@@ -15,9 +15,19 @@ const (
 // commandHelp is what 'neuronfs help CMD' prints above the command's flags.
 var commandHelp = map[string]string{
 	"mount": `usage: neuronfs mount [flags] MOUNTPOINT
+       neuronfs mount --host [flags]
 
 Serves dev/neuronN and the driver's sysfs tree under MOUNTPOINT until
-SIGINT or SIGTERM.`,
+SIGINT or SIGTERM. With --host, mounts the tree privately under --state-dir
+and binds /dev/neuronN, /sys/class/neuron_device,
+/sys/devices/virtual/neuron_device and /sys/module/neuron onto this host, so
+containers can use them; every bind is undone on exit ('neuronfs cleanup'
+after a SIGKILL).`,
+	"cleanup": `usage: neuronfs cleanup [--state-dir DIR]
+
+Undoes the binds and the mount of a 'mount --host' daemon that is gone
+(its state file is in --state-dir), and detaches every neuronfs FUSE mount
+whose daemon has died.`,
 	"run": `usage: neuronfs run [flags] -- CMD [ARGS...]
 
 Runs CMD in a private mount namespace with /dev/neuronN and the driver's

@@ -11,6 +11,8 @@ const usage = `neuronfs: emulated AWS Neuron devices
 
 Usage:
   neuronfs mount [flags] MOUNTPOINT      serve dev/ and sys/ under MOUNTPOINT until SIGINT/SIGTERM
+  neuronfs mount --host [flags]          put /dev/neuronN and the driver's sysfs on this host itself
+  neuronfs cleanup [--state-dir DIR]     undo what a killed 'mount --host' left, and dead neuronfs mounts
   neuronfs run [flags] -- CMD [ARGS...]  run CMD with /dev/neuronN and the driver's sysfs in place
   neuronfs ls [--json-output] [--root DIR] list the Neuron devices (works on real hardware too)
   neuronfs top [--root DIR] [--interval D] [--once]
@@ -39,6 +41,7 @@ func commands() map[string]func([]string) int {
 		"instances": cmdInstances,
 		"ls":        cmdLs,
 		"top":       cmdTop,
+		"cleanup":   cmdCleanup,
 		"trace":     cmdTrace,
 		"replay":    cmdReplay,
 		"help":      cmdHelp,

@@ -15,8 +15,13 @@ func cmdMount(args []string) int {
 	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
 	var h hostFlags
 	h.register(fl)
+	var hm hostMode
+	hm.register(fl)
 	if err := fl.Parse(args); err != nil {
 		return 2
+	}
+	if hm.on {
+		return hm.run(h, fl.Args())
 	}
 	if fl.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: neuronfs mount [flags] MOUNTPOINT")
