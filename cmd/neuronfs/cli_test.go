@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -32,6 +35,31 @@ func cliCmd(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, status int) {
 		t.Fatal(err)
 	}
 	return o.String(), e.String(), 0
+}
+
+// inProcess runs dispatch with standard output and error captured: the
+// commands below return before doing anything, and a subprocess of the
+// race-instrumented binary costs half a second each.
+func inProcess(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	dir := t.TempDir()
+	o, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedOut, savedErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = o, e
+	status = dispatch(args)
+	os.Stdout, os.Stderr = savedOut, savedErr
+	o.Close()
+	e.Close()
+	ob, _ := os.ReadFile(o.Name())
+	eb, _ := os.ReadFile(e.Name())
+	return string(ob), string(eb), status
 }
 
 func TestHelpVersionAndExitCodes(t *testing.T) {
@@ -64,14 +92,18 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 		{[]string{"top", "extra"}, 2, "", "usage"},
 		{[]string{"cleanup", "extra"}, 2, "", "usage"},
 	} {
-		out, errOut, status := cli(t, c.args...)
+		out, errOut, status := inProcess(t, c.args...)
 		if status != c.status || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errOut) {
 			t.Errorf("neuronfs %q: status %d, stdout %q, stderr %q; want %d, %q, %q", c.args, status, out, errOut, c.status, c.out, c.errOut)
 		}
 	}
-	out, _, _ := cli(t, "version")
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "neuronfs (devel)") && !strings.HasPrefix(lines[0], "neuronfs v") {
-		t.Errorf("version output %q", out)
+	// Through main and os.Exit too.
+	if _, errOut, status := cli(t); status != 2 || !strings.Contains(errOut, "Usage:") {
+		t.Errorf("neuronfs without arguments: status %d, stderr %q", status, errOut)
+	}
+	out, _, status := cli(t, "--version")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); status != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "neuronfs (devel)") && !strings.HasPrefix(lines[0], "neuronfs v") {
+		t.Errorf("--version: status %d, output %q", status, out)
 	}
 }
 
@@ -167,5 +199,17 @@ func TestLogFormatJSON(t *testing.T) {
 	}
 	if len(msgs) < 2 || msgs[0] != "mounted" || msgs[len(msgs)-1] != "unmounting" {
 		t.Fatalf("messages %q, want mounted ... unmounting", msgs)
+	}
+}
+
+// A mount that fails its mmap self-test names FUSE passthrough.
+func TestMountErrorNamesPassthrough(t *testing.T) {
+	err := mountError(fmt.Errorf("fs: /x: self-test mmap: %w", fs.ErrMmapNotCoherent))
+	if !strings.Contains(err.Error(), "FUSE passthrough is unavailable") || !strings.Contains(err.Error(), "--degraded-mmap") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("passthrough error reads %q", err)
+	}
+	other := errors.New("fs: mount /x: permission denied")
+	if mountError(other) != other {
+		t.Fatal("other mount errors are changed")
 	}
 }
