@@ -118,7 +118,8 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 }
 
 // checkHostFree refuses a host that a previous daemon still holds, and
-// forgets the state of one that is gone and left nothing behind.
+// clears up after one that is gone and left no mounts behind (its empty
+// node files and mount point may remain).
 func checkHostFree(stateDir string) error {
 	prev, err := loadHostState(stateDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -137,7 +138,7 @@ func checkHostFree(stateDir string) error {
 	if len(left) > 0 {
 		return fmt.Errorf("a previous host mount (pid %d) died and left %v mounted; run 'neuronfs cleanup --state-dir %s'", prev.PID, left, stateDir)
 	}
-	return os.Remove(prev.path)
+	return prev.undo()
 }
 
 // begin creates the state file and the private mount point.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/internal/ns"
@@ -149,25 +151,39 @@ func (h hostScenario) snapshot() (string, error) {
 	return b.String(), nil
 }
 
-func (h hostScenario) start() (*exec.Cmd, error) {
+// daemon is a running 'mount --host'.
+type daemon struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func (d *daemon) kill()                   { d.cmd.Process.Kill(); <-d.done }
+func (d *daemon) signal(s syscall.Signal) { d.cmd.Process.Signal(s) }
+func (d *daemon) wait() error             { return <-d.done }
+
+func (h hostScenario) start() (*daemon, error) {
 	cmd := h.neuronfs("mount", "--host", "--state-dir", h.state, "--instance", "inf2.xlarge")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	d := &daemon{cmd: cmd, done: make(chan error, 1)}
+	go func() { d.done <- cmd.Wait() }()
+	deadline := time.After(30 * time.Second)
 	for {
 		_, err1 := os.Stat("/sys/module/neuron/version")
 		_, err2 := os.Stat("/sys/devices/virtual/neuron_device/neuron0/core_count")
 		if err1 == nil && err2 == nil {
-			return cmd, nil
+			return d, nil
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
+		select {
+		case err := <-d.done:
+			return nil, fmt.Errorf("host mode exited at start: %v", err)
+		case <-deadline:
+			d.kill()
 			return nil, errors.New("host mode did not come up")
+		case <-time.After(10 * time.Millisecond):
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -230,24 +246,24 @@ func (h hostScenario) run() error {
 	}
 
 	// An orderly stop.
-	daemon, err := h.start()
+	d, err := h.start()
 	if err != nil {
 		return err
 	}
 	if err := h.check(); err != nil {
-		daemon.Process.Kill()
+		d.kill()
 		return err
 	}
 	if err := h.expectRefusal("a second host mount", "is active", "mount", "--host", "--state-dir", h.state); err != nil {
-		daemon.Process.Kill()
+		d.kill()
 		return err
 	}
 	if err := h.expectRefusal("cleanup of a live daemon", "is running", "cleanup", "--state-dir", h.state); err != nil {
-		daemon.Process.Kill()
+		d.kill()
 		return err
 	}
-	daemon.Process.Signal(syscall.SIGTERM)
-	if err := daemon.Wait(); err != nil {
+	d.signal(syscall.SIGTERM)
+	if err := d.wait(); err != nil {
 		return fmt.Errorf("host mode after SIGTERM: %v", err)
 	}
 	if err := compare("after SIGTERM"); err != nil {
@@ -256,15 +272,14 @@ func (h hostScenario) run() error {
 	fmt.Println("SIGTERM: host restored")
 
 	// A kill, then cleanup.
-	if daemon, err = h.start(); err != nil {
+	if d, err = h.start(); err != nil {
 		return err
 	}
 	if err := h.check(); err != nil {
-		daemon.Process.Kill()
+		d.kill()
 		return err
 	}
-	daemon.Process.Kill()
-	daemon.Wait()
+	d.kill()
 	if err := h.expectRefusal("host mount over a dead one's binds", "neuronfs cleanup", "mount", "--host", "--state-dir", h.state); err != nil {
 		return err
 	}
@@ -284,7 +299,51 @@ func (h hostScenario) run() error {
 		return err
 	}
 	fmt.Println("SIGKILL + cleanup: host restored")
+	if err := h.staleState(compare); err != nil {
+		return err
+	}
 	return h.deadMount(compare)
+}
+
+// staleState: a killed daemon whose mounts someone else removed left only
+// its state and empty node files; the next daemon clears them and starts.
+func (h hostScenario) staleState(compare func(string) error) error {
+	d, err := h.start()
+	if err != nil {
+		return err
+	}
+	d.kill()
+	st, err := loadHostState(h.state)
+	if err != nil {
+		return err
+	}
+	for i := len(st.Changes) - 1; i >= 0; i-- {
+		if c := st.Changes[i]; c.Kind != changeFile {
+			if err := unix.Unmount(c.Path, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount %s by hand: %v", c.Path, err)
+			}
+		}
+	}
+	unix.Unmount(st.Mountpoint, unix.MNT_DETACH) // unless the reaper did
+	if _, err := os.Stat("/dev/neuron0"); err != nil {
+		return fmt.Errorf("the killed daemon's node file should remain: %v", err)
+	}
+	if d, err = h.start(); err != nil {
+		return fmt.Errorf("host mode over a stale state: %v", err)
+	}
+	if err := h.check(); err != nil {
+		d.kill()
+		return err
+	}
+	d.signal(syscall.SIGTERM)
+	if err := d.wait(); err != nil {
+		return fmt.Errorf("host mode after SIGTERM: %v", err)
+	}
+	if err := compare("after a stale state"); err != nil {
+		return err
+	}
+	fmt.Println("stale state: cleared at the next start")
+	return nil
 }
 
 // deadMount: cleanup also detaches a neuronfs mount whose daemon died.
