@@ -25,6 +25,7 @@ type hostFlags struct {
 	revision uint
 	major    uint
 	logLevel string
+	logFmt   string // text or json
 	debug    bool
 	degraded bool
 	strict   bool
@@ -45,6 +46,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.revision, "revision", 0, "PCI revision id reported by DEVICE_BASIC_INFO (240 = hardware emulator, 255 = QEMU)")
 	fs.UintVar(&h.major, "major", 0, "character-device major of the emulated driver (default: a free dynamic major)")
 	fs.StringVar(&h.logLevel, "log-level", "warning", "log level: debug, info, warning, error")
+	fs.StringVar(&h.logFmt, "log-format", "text", "log format: text or json (one object per line)")
 	fs.BoolVar(&h.debug, "debug-fuse", false, "log every FUSE request")
 	fs.StringVar(&h.driver, "driver-version", ioctl.DefaultVersion, "emulated driver version: "+strings.Join(ioctl.Versions(), ", "))
 	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
@@ -66,7 +68,7 @@ func (h *hostFlags) args() []string {
 	return append([]string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
-		"--log-level=" + h.logLevel, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
+		"--log-level=" + h.logLevel, "--log-format=" + h.logFmt, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
 		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject,
 	}, h.pod.args()...)
@@ -97,6 +99,9 @@ func (h *hostFlags) logger() (*logrus.Entry, error) {
 	l := logrus.New()
 	l.SetOutput(os.Stderr)
 	l.SetLevel(lvl)
+	if l.Formatter, err = logFormatter(h.logFmt); err != nil {
+		return nil, err
+	}
 	return logrus.NewEntry(l).WithField("pid", os.Getpid()), nil
 }
 

@@ -15,8 +15,13 @@ func cmdMount(args []string) int {
 	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
 	var h hostFlags
 	h.register(fl)
+	var hm hostMode
+	hm.register(fl)
 	if err := fl.Parse(args); err != nil {
 		return 2
+	}
+	if hm.on {
+		return hm.run(h, fl.Args())
 	}
 	if fl.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: neuronfs mount [flags] MOUNTPOINT")
@@ -27,6 +32,9 @@ func cmdMount(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs:", err)
 		return 2
+	}
+	if err := preflight(); err != nil {
+		return failLine("mount", err)
 	}
 	// Signals are caught from the start: one arriving mid-mount still
 	// ends in an orderly unmount.
@@ -48,8 +56,7 @@ func cmdMount(args []string) int {
 	fsys, err := fs.Mount(sys, mnt, h.fsOptions(log))
 	if err != nil {
 		reaper.stop()
-		log.WithError(err).Error("mount failed")
-		return 1
+		return failLine("mount", mountError(err))
 	}
 	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "took": time.Since(start)}).Info("mounted")
 

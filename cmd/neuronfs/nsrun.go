@@ -37,8 +37,7 @@ func cmdNsRun(args []string) int {
 	}
 	fsys, err := buildView(sys, h, !*noChardev)
 	if err != nil {
-		log.WithError(err).Error("cannot build the device view")
-		return 1
+		return failLine("run", mountError(err))
 	}
 	if *noChardev {
 		cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)

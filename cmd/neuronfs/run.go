@@ -47,9 +47,12 @@ func cmdRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: neuronfs run [flags] -- CMD [ARGS...]")
 		return 2
 	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "neuronfs run: needs root (mount namespaces and FUSE mounts); try sudo")
-		return 1
+	if _, err := h.logger(); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+		return 2
+	}
+	if err := preflight(); err != nil {
+		return failLine("run", err)
 	}
 	self, err := os.Executable()
 	if err != nil {

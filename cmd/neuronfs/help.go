@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// Exit statuses shared by every command (run returns its CMD's instead).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// commandHelp is what 'neuronfs help CMD' prints above the command's flags.
+var commandHelp = map[string]string{
+	"mount": `usage: neuronfs mount [flags] MOUNTPOINT
+       neuronfs mount --host [flags]
+
+Serves dev/neuronN and the driver's sysfs tree under MOUNTPOINT until
+SIGINT or SIGTERM. With --host, mounts the tree privately under --state-dir
+and binds /dev/neuronN, /sys/class/neuron_device,
+/sys/devices/virtual/neuron_device and /sys/module/neuron onto this host, so
+containers can use them; every bind is undone on exit ('neuronfs cleanup'
+after a SIGKILL).`,
+	"cleanup": `usage: neuronfs cleanup [--state-dir DIR]
+
+Undoes the binds and the mount of a 'mount --host' daemon that is gone
+(its state file is in --state-dir), and detaches every neuronfs FUSE mount
+whose daemon has died.`,
+	"run": `usage: neuronfs run [flags] -- CMD [ARGS...]
+
+Runs CMD in a private mount namespace with /dev/neuronN and the driver's
+sysfs at their real paths. The exit status is CMD's.`,
+	"ls": `usage: neuronfs ls [--json-output] [--root DIR]
+
+Lists the Neuron devices, as the vendor's neuron-ls does.`,
+	"top": `usage: neuronfs top [--root DIR] [--interval D] [--once]
+
+Shows, per device and core, memory by category, inference and error
+counts, resets and utilisation, from the driver's sysfs counters. On a
+terminal it refreshes in place until 'q'; otherwise it prints a snapshot
+per interval (one with --once).`,
+	"instances": `usage: neuronfs instances
+
+Lists the EC2 instance profiles that --instance takes.`,
+	"trace": `usage: neuronfs trace [-p PID | -- CMD [ARGS...]] [-o FILE] [--children]
+       neuronfs trace --decode FILE
+
+Records every call on /dev/neuron* with eBPF (root), or decodes a trace.`,
+	"replay": `usage: neuronfs replay FILE [flags] [--strict]
+
+Re-issues a trace against emulated devices and compares the answers.`,
+	"help": `usage: neuronfs help [CMD]
+
+Prints the command list, or a command's description and flags.`,
+	"version": `usage: neuronfs version   (or neuronfs --version)
+
+Prints the neuronfs build and the driver versions it can emulate.`,
+}
+
+func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
+
+func cmdHelp(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stdout, usage)
+		return exitOK
+	}
+	text, ok := commandHelp[args[0]]
+	if !ok || len(args) > 1 {
+		fmt.Fprintf(os.Stderr, "neuronfs help: unknown command %q\n\n", args[0])
+		fmt.Fprint(os.Stderr, usage)
+		return exitUsage
+	}
+	fmt.Fprintln(os.Stdout, text)
+	if args[0] == "help" || args[0] == "version" || args[0] == "instances" {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stdout, "\nflags:")
+	printFlags(args[0])
+	return exitOK
+}
+
+// printFlags has the command print its flag defaults, which its flag set
+// writes to standard error on -h, to standard output instead: help that
+// was asked for is the command's output, not a diagnostic.
+func printFlags(cmd string) {
+	saved := os.Stderr
+	os.Stderr = os.Stdout
+	defer func() { os.Stderr = saved }()
+	commands()[cmd]([]string{"-h"})
+}

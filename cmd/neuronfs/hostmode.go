@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/internal/ns"
+)
+
+// Host mode: the FUSE tree is mounted privately and its nodes are bound
+// onto this host's /dev and /sys, so containers can be given
+// -v /dev/neuron0:/dev/neuron0. sysfs takes no new directories, so each
+// sysfs parent (/sys/class, /sys/devices/virtual, /sys/module) is covered
+// by a tmpfs replica of itself (ns.Overlay), with the driver's directory
+// bound into it. New top-level entries the kernel adds to those parents
+// meanwhile stay hidden until the daemon exits.
+
+// hostMode holds mount's --host flags.
+type hostMode struct {
+	on       bool
+	stateDir string
+}
+
+func (m *hostMode) register(fl *flag.FlagSet) {
+	fl.BoolVar(&m.on, "host", false, "bind /dev/neuronN and the driver's sysfs onto this host (no MOUNTPOINT; undone on SIGINT/SIGTERM, or by 'neuronfs cleanup')")
+	fl.StringVar(&m.stateDir, "state-dir", "/run/neuronfs", "host mode: where the private mount and the state file (host.json) live")
+}
+
+// hostSysfs are the driver's sysfs directories and the parents covered
+// to place them.
+var hostSysfs = []struct{ parent, name, src string }{
+	{"/sys/class", "neuron_device", fs.ClassDir},
+	{"/sys/devices/virtual", "neuron_device", fs.DevicesDir},
+	{"/sys/module", "neuron", fs.ModuleDir},
+}
+
+func (m *hostMode) run(h hostFlags, args []string) int {
+	if len(args) != 0 {
+		fmt.Fprintln(os.Stderr, "usage: neuronfs mount --host [flags]   (no MOUNTPOINT)")
+		return exitUsage
+	}
+	log, err := h.logger()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs:", err)
+		return exitUsage
+	}
+	if err := preflight(); err != nil {
+		return failLine("mount --host", err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if err := checkHostFree(m.stateDir); err != nil {
+		return failLine("mount --host", err)
+	}
+	sys, err := h.system(log)
+	if err != nil {
+		return failLine("mount --host", err)
+	}
+	defer sys.Close()
+	for _, d := range sys.Devices {
+		if _, err := os.Lstat("/dev/" + d.Name()); err == nil {
+			return failLine("mount --host", fmt.Errorf("/dev/%s exists already (a real driver, or another emulator?)", d.Name()))
+		}
+	}
+	st, err := m.begin(sys)
+	if err != nil {
+		return failLine("mount --host", err)
+	}
+	reaper, err := startReaper(st.Mountpoint)
+	if err != nil {
+		log.WithError(err).Warn("no reaper: after a SIGKILL, run 'neuronfs cleanup'")
+	}
+	fsys, err := fs.Mount(sys, st.Mountpoint, h.fsOptions(log))
+	if err != nil {
+		reaper.stop()
+		st.undo()
+		return failLine("mount --host", mountError(err))
+	}
+	if err := bindOntoHost(st, sys); err != nil {
+		log.WithError(err).Debug("host binds failed; undoing")
+		reaper.stop()
+		st.undo()
+		abortOnExit(fsys, log)
+		return failLine("mount --host", err)
+	}
+	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": st.path}).Info("devices bound onto the host")
+
+	done := make(chan struct{})
+	go func() { fsys.Wait(); close(done) }()
+	select {
+	case s := <-sigs:
+		log.WithField("signal", s).Info("undoing the host binds")
+	case <-done:
+		log.Warn("the private mount went away; undoing the host binds")
+	}
+	reaper.stop()
+	status := exitOK
+	// Not fsys.Unmount: it waits for the connection to end, which the
+	// binds (and any process still holding a device) keep alive. undo
+	// detaches the binds, then aborts and detaches the private mount.
+	if err := st.undo(); err != nil {
+		log.WithError(err).Error("undoing the host binds")
+		status = exitFailure
+	}
+	abortOnExit(fsys, log)
+	return status
+}
+
+// checkHostFree refuses a host that a previous daemon still holds, and
+// clears up after one that is gone and left no mounts behind (its empty
+// node files and mount point may remain).
+func checkHostFree(stateDir string) error {
+	prev, err := loadHostState(stateDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if prev.alive() {
+		return fmt.Errorf("a host mount is active (pid %d, %s); stop it first", prev.PID, prev.path)
+	}
+	left, err := prev.leftovers()
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("a previous host mount (pid %d) died and left %v mounted; run 'neuronfs cleanup --state-dir %s'", prev.PID, left, stateDir)
+	}
+	return prev.undo()
+}
+
+// begin creates the state file and the private mount point.
+func (m *hostMode) begin(sys *device.System) (*hostState, error) {
+	if err := os.MkdirAll(m.stateDir, 0o755); err != nil {
+		return nil, err
+	}
+	pid := os.Getpid()
+	start, err := procStart(pid)
+	if err != nil {
+		return nil, err
+	}
+	st := &hostState{
+		PID: pid, Start: start, Instance: sys.Instance.Name,
+		Mountpoint: filepath.Join(m.stateDir, strconv.Itoa(pid)),
+		Changes:    []hostChange{},
+		path:       filepath.Join(m.stateDir, hostStateFile),
+	}
+	// The state exists before the mount point, so nothing is ever made
+	// that cleanup could not find.
+	if err := st.save(); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(st.Mountpoint, 0o755); err != nil {
+		os.Remove(st.path)
+		return nil, err
+	}
+	return st, nil
+}
+
+// bindOntoHost places the nodes and the sysfs directories, recording
+// each change before making it.
+func bindOntoHost(st *hostState, sys *device.System) error {
+	for _, d := range sys.Devices {
+		dst := "/dev/" + d.Name()
+		if err := st.record(changeFile, dst); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, udevMode)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := os.Chmod(dst, udevMode); err != nil { // past the umask
+			return err
+		}
+		if err := st.record(changeBind, dst); err != nil {
+			return err
+		}
+		src := filepath.Join(st.Mountpoint, fs.DevDir, d.Name())
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s on %s: %w", src, dst, err)
+		}
+	}
+	for _, s := range hostSysfs {
+		if _, err := os.Lstat(filepath.Join(s.parent, s.name)); err == nil {
+			return fmt.Errorf("%s/%s exists already (a real driver?)", s.parent, s.name)
+		}
+		if err := st.record(changeOverlay, s.parent); err != nil {
+			return err
+		}
+		dir, err := ns.Overlay(s.parent)
+		if err != nil {
+			return err
+		}
+		if err := dir.BindDir(filepath.Join(st.Mountpoint, s.src), s.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
