@@ -67,6 +67,7 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 	if err != nil {
 		return failLine("mount --host", err)
 	}
+	defer h.leavePod()
 	defer sys.Close()
 	for _, d := range sys.Devices {
 		if _, err := os.Lstat("/dev/" + d.Name()); err == nil {

@@ -35,6 +35,7 @@ func cmdNsRun(args []string) int {
 		log.WithError(err).Error("cannot build the emulated host")
 		return 1
 	}
+	defer h.leavePod()
 	fsys, err := buildView(sys, h, !*noChardev)
 	if err != nil {
 		return failLine("run", mountError(err))
