@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"encoding/binary"
+
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -106,7 +108,7 @@ func (d *Device) ReadHWCounters(addrs []uint64) ([]uint32, error) {
 	}
 	a := make([]byte, 8*len(addrs))
 	for i, x := range addrs {
-		putU64(a[8*i:], x)
+		binary.LittleEndian.PutUint64(a[8*i:], x)
 	}
 	out := make([]byte, 4*len(addrs))
 	pa, unpinA := pin(a)
@@ -119,7 +121,7 @@ func (d *Device) ReadHWCounters(addrs []uint64) ([]uint32, error) {
 	}
 	vals := make([]uint32, len(addrs))
 	for i := range vals {
-		vals[i] = getU32(out[4*i:])
+		vals[i] = binary.LittleEndian.Uint32(out[4*i:])
 	}
 	return vals, nil
 }
@@ -143,14 +145,4 @@ func (d *Device) ResourceMmapInfo(block, id, resource uint32) (offset, size uint
 func (d *Device) CRWL(cmd, nc uint32, model [32]byte) error {
 	v := ioctl.CRWL{NCID: nc, UUID: ioctl.UUID{Value: model}}
 	return Call(d, cmd, &v)
-}
-
-func putU64(b []byte, v uint64) {
-	for i := range 8 {
-		b[i] = byte(v >> (8 * i))
-	}
-}
-
-func getU32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
