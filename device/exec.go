@@ -129,8 +129,8 @@ func (d *Device) runExecQueues(nc int) {
 	var ctx context.Context
 	for _, key := range armed {
 		e := d.dma.engines[key[0]]
-		if tx, rx := e.Arm(key[1]); tx == 0 && rx == 0 {
-			continue
+		if tx, rx := e.Arm(key[1]); (tx == 0 && rx == 0) || e.Idle(key[1]) {
+			continue // nothing staged, or a small copy already done inline
 		}
 		if ctx == nil {
 			var cancel context.CancelFunc

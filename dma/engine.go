@@ -391,3 +391,10 @@ func (e *Engine) Kick() {
 		e.kickLocked(i)
 	}
 }
+
+// Idle reports whether queue qid has no worker running.
+func (e *Engine) Idle(qid int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.q[qid%QueuesPerEngine].idle == nil
+}

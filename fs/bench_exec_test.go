@@ -2,6 +2,7 @@ package fs_test
 
 import (
 	"encoding/binary"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,6 +42,7 @@ func (w *ringWatcher) wait(deadline time.Time) (uint16, bool) {
 		if time.Now().After(deadline) {
 			return 0, false
 		}
+		goruntime.Gosched() // the daemon shares this process: let it run
 	}
 	w.n++
 	return binary.LittleEndian.Uint16(w.ring[off+6:]), true
@@ -88,12 +90,11 @@ func BenchmarkExecDoorbell(b *testing.B) {
 		}
 		copies := []runtime.Copy{{Src: src.PA, Dst: dst.PA, Len: 4096}}
 		lat := make([]time.Duration, 0, 1<<16)
+		// ns/op includes staging the copy; p50/p99 are the doorbell alone.
 		for b.Loop() {
-			b.StopTimer()
 			if err := q.WriteDescriptors(q.Descriptors(copies)); err != nil {
 				b.Fatal(err)
 			}
-			b.StartTimer()
 			t0 := time.Now()
 			if err := dev.Doorbell(0, 0, 1); err != nil {
 				b.Fatal(err)
