@@ -183,14 +183,19 @@ func dmaQueueInitBatch(r *Request) Result {
 	return 0
 }
 
+// engineArg reads a command's struct and resolves the engine it names.
+func engineArg[T any](r *Request, engID func(*T) uint32) (v T, e *dma.Engine, res Result) {
+	if res = copyIn(r, r.Arg, &v); res != 0 {
+		return v, nil, res
+	}
+	e, res = r.Dev().engine(engID(&v))
+	return v, e, res
+}
+
 // dmaCopyStart rings a queue's doorbells. An RX count of 0 crashes the
 // driver (it asserts 1..ring size); here it is EINVAL.
 func dmaCopyStart(r *Request) Result {
-	var v ioctl.DMAQueueCopyStart
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	e, res := r.Dev().engine(v.EngID)
+	v, e, res := engineArg(r, func(v *ioctl.DMAQueueCopyStart) uint32 { return v.EngID })
 	if res != 0 {
 		return res
 	}
@@ -209,11 +214,7 @@ func dmaCopyStart(r *Request) Result {
 // dmaAckCompleted advances the software completion index. The driver
 // asserts the ring size is a power of two; here that is EINVAL.
 func dmaAckCompleted(r *Request) Result {
-	var v ioctl.DMAAckCompleted
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	e, res := r.Dev().engine(v.EngID)
+	v, e, res := engineArg(r, func(v *ioctl.DMAAckCompleted) uint32 { return v.EngID })
 	if res != 0 {
 		return res
 	}
@@ -224,11 +225,7 @@ func dmaAckCompleted(r *Request) Result {
 }
 
 func dmaEngSetState(r *Request) Result {
-	var v ioctl.DMAEngSetState
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	e, res := r.Dev().engine(v.EngID)
+	v, e, res := engineArg(r, func(v *ioctl.DMAEngSetState) uint32 { return v.EngID })
 	if res != 0 {
 		return res
 	}
@@ -237,11 +234,7 @@ func dmaEngSetState(r *Request) Result {
 }
 
 func dmaEngGetState(r *Request) Result {
-	var v ioctl.DMAEngGetState
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	e, res := r.Dev().engine(v.EngID)
+	v, e, res := engineArg(r, func(v *ioctl.DMAEngGetState) uint32 { return v.EngID })
 	if res != 0 {
 		return res
 	}
@@ -253,11 +246,7 @@ func dmaEngGetState(r *Request) Result {
 // dmaQueueGetState: the driver indexes its arrays without checking; out of
 // range engines and queues are EINVAL here.
 func dmaQueueGetState(r *Request) Result {
-	var v ioctl.DMAQueueGetState
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	e, res := r.Dev().engine(v.EngID)
+	v, e, res := engineArg(r, func(v *ioctl.DMAQueueGetState) uint32 { return v.EngID })
 	if res != 0 {
 		return res
 	}
