@@ -50,6 +50,12 @@ func (d *Device) onSemIncrement(nc int, idx uint32, v uint32) {
 	}
 	switch v {
 	case doorbellRun:
+		if d.sys.execLatency > 0 {
+			// A run that takes time must not hold the doorbell ioctl: the
+			// chip works while the host goes on, as on the hardware.
+			go d.runInference(nc)
+			return
+		}
 		d.runInference(nc)
 	case doorbellHalt:
 		d.runHalt(nc)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -172,5 +173,23 @@ func TestExecDoorbell(t *testing.T) {
 				t.Error("a halted core answered a doorbell")
 			}
 		})
+	}
+}
+
+// With --exec-latency the doorbell returns at once and END comes later.
+func TestExecLatency(t *testing.T) {
+	dir, _ := testutil.MountConfig(t, device.Config{Instance: "trn2.48xlarge", ExecLatency: 200 * time.Millisecond})
+	c := newExecClient(t, dir, 0, 4096)
+	start := time.Now()
+	if err := c.dev.Doorbell(0, inferenceStart, 1); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 150*time.Millisecond {
+		t.Errorf("the doorbell ioctl took %v: it waited for the run", el)
+	}
+	c.expect(runtime.RecordStart)
+	c.expect(runtime.RecordEnd)
+	if el := time.Since(start); el < 200*time.Millisecond {
+		t.Errorf("END after %v, before the configured 200 ms", el)
 	}
 }
