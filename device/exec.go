@@ -75,6 +75,7 @@ func (d *Device) runInference(nc int) {
 	if halted {
 		return
 	}
+	started := time.Now()
 	d.runExecQueues(nc)
 	nq := d.mmio.coreNQ[nc]
 	for e := range computeEngines {
@@ -87,6 +88,8 @@ func (d *Device) runInference(nc int) {
 		nq.emit(inferStatusQ0+e, record(e, recordEnd))
 	}
 	d.metrics.Add(nc, "other_info/inference_count", 1)
+	// The core was busy for the run: utilisation tools read this.
+	d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(time.Since(started).Microseconds(), 1)))
 }
 
 // runHalt stops core nc's idle program.

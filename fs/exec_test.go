@@ -192,4 +192,8 @@ func TestExecLatency(t *testing.T) {
 	if el := time.Since(start); el < 200*time.Millisecond {
 		t.Errorf("END after %v, before the configured 200 ms", el)
 	}
+	// The core's time in use counts the run, in microseconds.
+	if got := sysfsValue(t, dir, "neuron_core0/stats/other_info/nc_time_in_use/total"); got < 200_000 || got > 10_000_000 {
+		t.Errorf("nc_time_in_use %d µs after a 200 ms run", got)
+	}
 }

@@ -91,7 +91,7 @@ func sysfsTotal(t *testing.T, dir string, dev int, path string) uint64 {
 	return v
 }
 
-// The whole life of a runtime on V2 and V3: bring-up of every device,
+// The whole life of a runtime on Trn1, Inf2, Trn2 and Trn3: bring-up of every device,
 // tensor round trips from 1 byte to 64 MiB, a DMA ring, an execution
 // harvested from the rings, and a close after which the memory counters
 // are back at their baseline.
@@ -99,7 +99,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 	for _, tc := range []struct {
 		inst  string
 		cores int
-	}{{"trn1.32xlarge", 2}, {"trn2.48xlarge", 8}} {
+	}{{"trn1.32xlarge", 2}, {"inf2.48xlarge", 2}, {"trn2.48xlarge", 8}, {"trn3.48xlarge", 8}} {
 		t.Run(tc.inst, func(t *testing.T) {
 			dir, _ := testutil.Mount(t, tc.inst)
 			h := runtime.Host{Root: dir}
