@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -146,3 +149,25 @@ func (d *Device) CRWL(cmd, nc uint32, model [32]byte) error {
 	v := ioctl.CRWL{NCID: nc, UUID: ioctl.UUID{Value: model}}
 	return Call(d, cmd, &v)
 }
+
+// MapResource maps a special resource (a core's semaphore area, its state
+// buffer, a TOP_SP window, an HBM stack) at the offset and length the
+// driver gives for it. Unmap it with unix.Munmap.
+func (d *Device) MapResource(block, id, resource uint32) ([]byte, error) {
+	off, size, err := d.ResourceMmapInfo(block, id, resource)
+	if err != nil {
+		return nil, err
+	}
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if resource == resourceAll {
+		prot = unix.PROT_READ // the whole-window resources are read-only
+	}
+	b, err := unix.Mmap(d.fd, int64(off), int(size), prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap resource %d/%d/%d at %#x+%#x: %w", block, id, resource, off, size, err)
+	}
+	return b, nil
+}
+
+// resourceAll is RESOURCE_MMAP_INFO's read-only whole-block resource.
+const resourceAll = 1

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -51,6 +52,16 @@ func TestTypedCommands(t *testing.T) {
 	if v, err := d.EventGet(1, 256); err != nil || v != 9 {
 		t.Errorf("event %d %v", v, err)
 	}
+
+	// The semaphore area maps live: the write above reads through it.
+	sem, err := d.MapResource(uint32(dhal.BlockTPB), 2, uint32(dhal.ResourceSemaphore))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(sem[0x1000+4*5:]); v != 7 {
+		t.Errorf("mapped semaphore 5 reads %d", v)
+	}
+	unix.Munmap(sem)
 
 	off, size, err := d.ResourceMmapInfo(uint32(dhal.BlockTPB), 1, uint32(dhal.ResourceSBUF))
 	if err != nil {
