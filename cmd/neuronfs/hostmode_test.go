@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -44,6 +45,10 @@ func fuseMountClient() int {
 		fmt.Println(err)
 		return 1
 	}
+	// Only now has Mount closed the files its self-test opened in the
+	// mount: killed while one is open, the process would hang at exit
+	// flushing it to itself.
+	fmt.Println("ready")
 	select {}
 }
 
@@ -355,6 +360,10 @@ func (h hostScenario) deadMount(compare func(string) error) error {
 	defer os.Remove(dir)
 	cmd := exec.Command(os.Args[0], "__client", "fusemount")
 	cmd.Env = append(os.Environ(), "FUSEMOUNT_DIR="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -363,11 +372,10 @@ func (h hostScenario) deadMount(compare func(string) error) error {
 		m, ok := topMountAt(mounts, dir)
 		return ok && m.neuronfs()
 	}
-	for deadline := time.Now().Add(20 * time.Second); !mounted(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			return errors.New("the test mount did not come up")
-		}
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" || !mounted() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("the test mount did not come up: %q", line)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
