@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/neuronfs/neuronfs/dhal"
 )
 
 // A NOTIFIC block: the register side of a core's (or a TOP_SP's)
@@ -18,20 +20,22 @@ import (
 // enable bit, rewinds its tail and phase, as the runtime expects when it
 // resets a queue.
 
+// Register offsets come from dhal; slot registers here are relative to
+// their slot.
 const (
 	notificBlockSize    = 0x1000
 	notificSlots        = 16
-	regNotificTSLo      = 0x00
-	regNotificTSHi      = 0x04
-	regNotificEnable    = 0x14
-	regNotificTSInc     = 0xcc
-	regNotificSlotBase  = 0x100
-	notificSlotStride   = 0x28
-	slotBaseLo          = 0x00
-	slotBaseHi          = 0x04
-	slotSize            = 0x08
-	slotHead            = 0x0c
-	slotTail            = 0x10
+	regNotificTSLo      = dhal.NotificTimestampLo
+	regNotificTSHi      = dhal.NotificTimestampHi
+	regNotificEnable    = dhal.NotificEnable
+	regNotificTSInc     = dhal.NotificTimestampInc
+	regNotificSlotBase  = dhal.NQSlotBaseLoOffset
+	notificSlotStride   = dhal.NQSlotStride
+	slotBaseLo          = 0
+	slotBaseHi          = dhal.NQSlotBaseHiOffset - dhal.NQSlotBaseLoOffset
+	slotSize            = dhal.NQSlotSizeOffset - dhal.NQSlotBaseLoOffset
+	slotHead            = dhal.NQSlotHeadOffset - dhal.NQSlotBaseLoOffset
+	slotTail            = dhal.NQSlotTailOffset - dhal.NQSlotBaseLoOffset
 	defaultTSInc        = 0x400 // reset value; the runtime divides by it
 	recordSize          = 16
 	firstPhase          = 1 // the phase of a ring's first lap

@@ -80,6 +80,12 @@ const (
 	NQSlotBaseHiOffset = 0x104
 	NQSlotSizeOffset   = 0x108
 	NQSlotHeadOffset   = 0x10c
+	NQSlotTailOffset   = 0x110 // where the chip writes next; read-only
+	// Registers of a NOTIFIC block outside its slots.
+	NotificTimestampLo  = 0x00 // free-running picosecond clock
+	NotificTimestampHi  = 0x04
+	NotificEnable       = 0x14 // one enable bit per slot
+	NotificTimestampInc = 0xcc
 )
 
 // InvalidOffset is returned by the offset helpers for an out-of-range index.

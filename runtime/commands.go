@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -159,7 +160,7 @@ func (d *Device) MapResource(block, id, resource uint32) ([]byte, error) {
 		return nil, err
 	}
 	prot := unix.PROT_READ | unix.PROT_WRITE
-	if resource == resourceAll {
+	if resource == uint32(dhal.ResourceAll) {
 		prot = unix.PROT_READ // the whole-window resources are read-only
 	}
 	b, err := unix.Mmap(d.fd, int64(off), int(size), prot, unix.MAP_SHARED)
@@ -168,6 +169,3 @@ func (d *Device) MapResource(block, id, resource uint32) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// resourceAll is RESOURCE_MMAP_INFO's read-only whole-block resource.
-const resourceAll = 1

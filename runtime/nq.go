@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -33,12 +34,6 @@ const (
 	// INFER_STATUS queue; the five engines use slots 4-8.
 	InferStatusSlot = 4
 	ComputeEngines  = 5
-
-	notificEnable   = 0x14
-	notificSlotBase = 0x100
-	notificStride   = 0x28
-	notificTail     = 0x10
-	notificHead     = 0x0c
 )
 
 // NQ is a host-memory notification ring bound to a core's NOTIFIC slot,
@@ -81,12 +76,12 @@ func (d *Device) EnableNQs(nc, mask uint32) error {
 	if err != nil {
 		return err
 	}
-	return d.WriteRegister(f.NotificationBlock(int(nc))+notificEnable, mask)
+	return d.WriteRegister(f.NotificationBlock(int(nc))+dhal.NotificEnable, mask)
 }
 
 // Tail reads the queue's tail register (bytes).
 func (q *NQ) Tail() (uint32, error) {
-	v, err := q.dev.ReadRegisters(q.block + notificSlotBase + uint64(q.Slot)*notificStride + notificTail)
+	v, err := q.dev.ReadRegisters(q.slotReg(dhal.NQSlotTailOffset))
 	if err != nil {
 		return 0, err
 	}
@@ -120,8 +115,14 @@ func (q *NQ) Next(ctx context.Context) ([RecordSize]byte, error) {
 	if q.next*RecordSize == q.Size {
 		q.next, q.phase = 0, q.phase^1
 	}
-	err := q.dev.WriteRegister(q.block+notificSlotBase+uint64(q.Slot)*notificStride+notificHead, q.next*RecordSize)
+	err := q.dev.WriteRegister(q.slotReg(dhal.NQSlotHeadOffset), q.next*RecordSize)
 	return rec, err
+}
+
+// slotReg is the BAR0 offset of one of the queue's slot registers, given
+// as its offset for slot 0 inside a NOTIFIC block.
+func (q *NQ) slotReg(reg uint64) uint64 {
+	return dhal.NQSlot(q.block, int(q.Slot)) + reg - dhal.NQSlotBaseLoOffset
 }
 
 // Close unmaps the ring (the ring itself lives until the core is reset).
