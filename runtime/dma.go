@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	goruntime "runtime"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -180,17 +178,8 @@ func (m *Marker) Done() bool { return atomic.LoadUint32(m.word()) == CompletionV
 // It spins (yielding) for the first millisecond, which covers a small
 // copy, and then sleeps between polls.
 func (m *Marker) Wait(ctx context.Context) error {
-	start := time.Now()
-	for !m.Done() {
-		if time.Since(start) < time.Millisecond {
-			goruntime.Gosched()
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("DMA completion marker: %w", ctx.Err())
-		case <-time.After(50 * time.Microsecond):
-		}
+	if err := pollUntil(ctx, m.Done); err != nil {
+		return fmt.Errorf("DMA completion marker: %w", err)
 	}
 	atomic.StoreUint32(m.word(), 0)
 	return nil

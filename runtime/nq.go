@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	goruntime "runtime"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -94,21 +92,9 @@ func (q *NQ) Next(ctx context.Context) ([RecordSize]byte, error) {
 	var rec [RecordSize]byte
 	off := q.next * RecordSize
 	word := (*uint32)(unsafe.Pointer(&q.ring[off]))
-	start := time.Now()
-	for {
-		w := atomic.LoadUint32(word)
-		if uint8(w>>31) == q.phase {
-			break
-		}
-		if time.Since(start) < time.Millisecond {
-			goruntime.Gosched()
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return rec, fmt.Errorf("NQ core %d slot %d: %w", q.Core, q.Slot, ctx.Err())
-		case <-time.After(50 * time.Microsecond):
-		}
+	arrived := func() bool { return uint8(atomic.LoadUint32(word)>>31) == q.phase }
+	if err := pollUntil(ctx, arrived); err != nil {
+		return rec, fmt.Errorf("NQ core %d slot %d: %w", q.Core, q.Slot, err)
 	}
 	copy(rec[:], q.ring[off:off+RecordSize])
 	q.next++
