@@ -151,17 +151,24 @@ func memFree(r *Request) Result {
 	return 0
 }
 
+// writePA writes the physical address of handle's chunk through the
+// caller's pointer (MEM_GET_PA, and the first answer of MEM_GET_INFO).
+func (r *Request) writePA(handle, ptr uint64) (uint64, Result) {
+	c, res := r.Dev().chunkFor(handle)
+	if res != 0 {
+		return 0, res
+	}
+	pa := c.PA
+	return pa, copyOut(r, ptr, &pa)
+}
+
 func memGetPA(r *Request) Result {
 	var v ioctl.MemGetPA
 	if n := copyIn(r, r.Arg, &v); n != 0 {
 		return n
 	}
-	c, res := r.Dev().chunkFor(v.MemHandle)
-	if res != 0 {
-		return res
-	}
-	pa := c.PA
-	return copyOut(r, v.PA, &pa)
+	_, res := r.writePA(v.MemHandle, v.PA)
+	return res
 }
 
 func memGetInfo(r *Request) Result {
@@ -169,13 +176,9 @@ func memGetInfo(r *Request) Result {
 	if n := copyIn(r, r.Arg, &v); n != 0 {
 		return n
 	}
-	c, res := r.Dev().chunkFor(v.MemHandle)
+	pa, res := r.writePA(v.MemHandle, v.PA)
 	if res != 0 {
 		return res
-	}
-	pa := c.PA
-	if n := copyOut(r, v.PA, &pa); n != 0 {
-		return n
 	}
 	if v.MmapOffset != 0 {
 		return copyOut(r, v.MmapOffset, &pa)
