@@ -2,7 +2,6 @@ package fs_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/internal/testutil"
-	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 
@@ -84,33 +82,12 @@ func BenchmarkDMABandwidth(b *testing.B) {
 	})
 }
 
-// timed runs fn b.N times and reports the median and 99th percentile.
-func timed(b *testing.B, fn func()) {
-	lat := make([]time.Duration, 0, 1<<16)
-	for b.Loop() {
-		t0 := time.Now()
-		fn()
-		lat = append(lat, time.Since(t0))
-	}
-	reportPercentiles(b, lat)
-}
-
-func reportPercentiles(b *testing.B, lat []time.Duration) {
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
-}
-
 // BenchmarkDoorbell: COPY_START of a 4 KiB copy until its completion
-// marker is visible in the mapped word, against a bare go-fuse no-op
-// ioctl, both as median and p99.
+// marker is visible in the mapped word, interleaved with a bare go-fuse
+// no-op ioctl (the floor).
 func BenchmarkDoorbell(b *testing.B) {
-	b.Run("impl=gofuse-noop", func(b *testing.B) {
-		fd := bareGoFuseNode(b)
-		var bi ioctl.DeviceBasicInfo
-		timed(b, func() { testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &bi) })
-	})
-	b.Run("impl=neuronfs-doorbell-4KiB", func(b *testing.B) {
+	b.Run("op=doorbell-4KiB", func(b *testing.B) {
+		noop := noopIoctl(b)
 		dir, _ := testutil.Mount(b, "trn2.48xlarge")
 		dev, err := runtime.Host{Root: dir}.Open(0)
 		if err != nil {
@@ -157,13 +134,13 @@ func BenchmarkDoorbell(b *testing.B) {
 			}
 		}
 		ctx := context.Background()
-		timed(b, func() {
+		interleave(b.N, noop, clocked(func() {
 			if err := q.Start(2); err != nil {
 				b.Fatal(err)
 			}
 			if err := marker.Wait(ctx); err != nil {
 				b.Fatal(err)
 			}
-		})
+		})).report(b)
 	})
 }

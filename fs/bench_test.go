@@ -59,9 +59,9 @@ func benchIoctlBareGoFuse(b *testing.B) {
 	}
 }
 
-// bareGoFuseNode mounts a go-fuse file whose ioctl does nothing and opens
-// it; both go away with the benchmark.
-func bareGoFuseNode(b *testing.B) int {
+// bareGoFuseMount mounts a go-fuse file whose ioctl does nothing and
+// returns its path; it goes away with the benchmark.
+func bareGoFuseMount(b *testing.B) string {
 	testutil.RequireFUSE(b)
 	root := &gofs.Inode{}
 	dir := b.TempDir()
@@ -75,7 +75,12 @@ func bareGoFuseNode(b *testing.B) int {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { server.Unmount() })
-	fd, err := unix.Open(dir+"/node", unix.O_RDWR, 0)
+	return dir + "/node"
+}
+
+// bareGoFuseNode opens bareGoFuseMount's file for this process.
+func bareGoFuseNode(b *testing.B) int {
+	fd, err := unix.Open(bareGoFuseMount(b), unix.O_RDWR, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,6 +114,18 @@ func benchIoctlDeviceInfo(b *testing.B) {
 	var di ioctl.DeviceInfo
 	for b.Loop() {
 		if _, e := testutil.Ioctl(fd, ioctl.CmdDeviceInfo, &di); e != 0 {
+			b.Fatal(e)
+		}
+	}
+}
+
+// noopIoctl returns the floor operation: one no-op ioctl on a bare go-fuse
+// file mounted for the benchmark.
+func noopIoctl(b *testing.B) func() {
+	fd := bareGoFuseNode(b)
+	var bi ioctl.DeviceBasicInfo
+	return func() {
+		if _, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &bi); e != 0 {
 			b.Fatal(e)
 		}
 	}

@@ -11,17 +11,19 @@ benchstat=$(go env GOPATH)/bin/benchstat
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$count" | tee -a "$raw"
+go test ./fs -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^(BenchmarkCopy|BenchmarkMappedMemcpy)$' -count "$count" | tee -a "$raw"
-go test ./fs -run '^$' -bench '^(BenchmarkDMABandwidth|BenchmarkDoorbell|BenchmarkExecDoorbell)$' -count "$count" | tee -a "$raw"
+go test ./fs -run '^$' -bench '^BenchmarkDMABandwidth$' -count "$count" | tee -a "$raw"
+go test ./fs -run '^$' -bench '^(BenchmarkDoorbell|BenchmarkExecDoorbell)$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^BenchmarkExecConcurrent$' -count "$count" | tee -a "$raw"
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkFilteredSyscalls$' -benchtime 1x -count "$count" | tee -a "$raw"
 table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
+	"$benchstat" -filter '.name:RoundTrip' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:MappedMemcpy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:DMABandwidth' "$raw"; echo
-	"$benchstat" -col /impl -filter '.name:Doorbell' "$raw"; echo
-	"$benchstat" -col /impl -filter '.name:ExecDoorbell' "$raw"; echo
+	"$benchstat" -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
 	"$benchstat" -filter '.name:ExecConcurrent' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:FilteredSyscalls' "$raw"; echo
 	"$benchstat" -filter '.name:MountReady' "$raw")
