@@ -49,37 +49,36 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 		return 0, syscall.EBADF
 	}
 	caller := n.fsys.caller(ctx)
-	mem := &watchedMemory{callerMemory: callerMemory{pid: int(caller.Tid)}, start: arg, end: arg + uint64(len(output))}
-	req := &device.Request{
-		Ctx:    ctx,
-		File:   df.f,
-		Cmd:    cmd,
-		Arg:    arg,
-		Caller: caller,
-		Mem:    mem,
+	call := &ioctlCall{
+		mem: windowMemory{callerMemory: callerMemory{pid: int(caller.Tid)}, start: arg},
+		req: device.Request{Ctx: ctx, File: df.f, Cmd: cmd, Arg: arg, Caller: caller},
+	}
+	mem, req := &call.mem, &call.req
+	req.Mem = mem
+	if ioctl.Dir(cmd)&ioctl.DirRead != 0 {
+		mem.out = output
 	}
 	if ioctl.Dir(cmd)&ioctl.DirWrite != 0 {
 		req.In = input
 	}
 	res := n.fsys.sys.Ioctl(req)
 	if res < 0 && !ioctl.InResult(syscall.Errno(-res)) {
+		// The kernel drops the output with an error reply; what the
+		// handler wrote before failing still reaches the caller, as the
+		// driver's copy_to_user would have.
+		mem.flush()
 		return 0, ioctl.ClampErrno(syscall.Errno(-res))
 	}
-	// After the reply the kernel copies `output` over the caller's first
-	// _IOC_SIZE bytes, and `output` holds stale bytes of an earlier
-	// request: hand back what the caller's memory holds now. If nothing
-	// was written there and the kernel copied those bytes in (or the
-	// handler read them), they are still what the caller has.
-	if ioctl.Dir(cmd)&ioctl.DirRead != 0 && len(output) > 0 {
-		if !mem.touched && len(input) == len(output) {
-			copy(output, input)
-		} else if !mem.touched && mem.snap != nil {
-			copy(output, mem.snap) // what the handler read there, unchanged since
-		} else if k, _ := mem.callerMemory.ReadAt(output, arg); k < len(output) {
-			return 0, syscall.EFAULT // the kernel's own copy-out would fault too
-		}
+	if !mem.finish(input) {
+		return 0, syscall.EFAULT // the kernel's own copy-out would fault too
 	}
 	return int32(res), 0 // a negative result is an errno (see ioctl.InResult)
+}
+
+// ioctlCall holds one request's state in a single allocation.
+type ioctlCall struct {
+	req device.Request
+	mem windowMemory
 }
 
 // devFile is one open file description of a device node.
