@@ -35,6 +35,8 @@ type Device struct {
 	log   *logrus.Entry
 
 	phys *physMem
+	// pattern fills HBM that a non-zero scrub left pending.
+	pattern *hbmPattern
 	pool *mempool.Pool
 
 	mu        sync.Mutex
@@ -70,6 +72,7 @@ func newDevice(s *System, index int) (*Device, error) {
 		return nil, fmt.Errorf("device %d: %w", index, err)
 	}
 	d.phys = phys
+	d.pattern = newHBMPattern(phys.fd)
 	d.pool = mempool.New(s.Arch)
 	if err := d.initDatastore(); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
@@ -274,3 +277,7 @@ func (d *Device) releasedLocked(c *mempool.Chunk) {
 	delete(d.given, c)
 	d.phys.discard(c.PA, c.Size)
 }
+
+// PhysicalResident reports how much of the device's emulated physical
+// memory the host backs right now (HBM and host chunks that were touched).
+func (d *Device) PhysicalResident() (uint64, error) { return d.phys.resident() }

@@ -43,6 +43,7 @@ type dmaState struct {
 func (d *Device) initDMA() error {
 	f := d.sys.Arch
 	d.dma.mem = newEngineMemory(d.phys.fd, f)
+	d.dma.mem.touch = d.pattern.fill
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}

@@ -18,6 +18,9 @@ import (
 type engineMemory struct {
 	fd      int
 	windows []*window // sorted by base
+	// touch runs before the engine reaches [pa, pa+n) (pending scrub
+	// patterns are written then).
+	touch func(pa, n uint64)
 }
 
 type window struct {
@@ -69,6 +72,9 @@ func (m *engineMemory) Slice(pa, n uint64) ([]byte, bool) {
 	})
 	if w.mem == nil {
 		return nil, false
+	}
+	if m.touch != nil {
+		m.touch(pa, n)
 	}
 	off := pa - w.base
 	return w.mem[off : off+n : off+n], true

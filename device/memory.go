@@ -44,6 +44,7 @@ func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
 	if err != nil {
 		return errnoOf(err)
 	}
+	d.pattern.fill(c.PA, c.Size) // before any mapping can see it
 	h, err := d.pool.Handle(c)
 	if err != nil {
 		d.freeChunk(c, r.Caller.Tgid)
@@ -290,6 +291,7 @@ func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done fu
 	if c.IsScratchpad() {
 		span = c.MainPoolEnd() - c.PA
 	}
+	d.pattern.fill(c.PA, span)
 	d.phys.inUse.RLock()
 	v, err := d.phys.view(c.PA, span)
 	if err != nil {

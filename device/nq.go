@@ -57,6 +57,7 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	if err != nil {
 		return nil, errnoOf(err)
 	}
+	d.pattern.fill(fresh.PA, fresh.Size)
 	table[id] = fresh
 	d.programNQ(s, fresh)
 	if c != nil {

@@ -94,3 +94,12 @@ func (m *physMem) close() {
 	}
 	unix.Close(m.fd)
 }
+
+// resident reports the bytes of physical memory the host backs now.
+func (m *physMem) resident() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(m.fd, &st); err != nil {
+		return 0, fmt.Errorf("stat physical memory: %w", err)
+	}
+	return uint64(st.Blocks) * 512, nil
+}

@@ -11,10 +11,10 @@ import (
 
 // HBM scrub writes a 32-bit pattern over a whole HBM channel past the
 // driver's carve-out (16 DMA engines, started by HBM_SCRUB_START and
-// reaped by HBM_SCRUB_WAIT). A zero pattern returns the channel's memory
-// to the host, which reads back as zeros everywhere, including the
-// mappings of live chunks. Any other pattern would have to be written to
-// every page of the channel (24-36 GiB); it is refused with ENOMEM.
+// reaped by HBM_SCRUB_WAIT), live chunks included. The channel's memory
+// goes back to the host; a zero pattern then reads as zeros everywhere,
+// and any other is written into live chunks at once and into the rest of
+// the channel block by block as it is first reached (hbmPattern).
 
 func hbmScrubStart(r *Request) Result {
 	var v ioctl.HBMScrubStart
@@ -31,13 +31,16 @@ func hbmScrubStart(r *Request) Result {
 		// and trips a BUG_ON; here the caller is refused instead.
 		return Errno(syscall.EACCES)
 	}
-	if v.InitVal != 0 {
-		return Errno(syscall.ENOMEM)
-	}
-	start := a.HBMBases[v.HBMIndex] + mempool.CarveoutSize
+	ch := int(v.HBMIndex)
+	start := a.HBMBases[ch] + mempool.CarveoutSize
+	size := a.HBMBases[ch] + a.HBMSize - start
 	d.phys.inUse.Lock()
-	unix.Fallocate(d.phys.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(start), int64(a.HBMBases[v.HBMIndex]+a.HBMSize-start))
+	unix.Fallocate(d.phys.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(start), int64(size))
+	d.pattern.scrub(ch, start, size, v.InitVal)
 	d.phys.inUse.Unlock()
+	for _, c := range d.pool.DeviceChunks(ch) {
+		d.pattern.fill(c.PA, c.Size)
+	}
 	d.mu.Lock()
 	d.scrubbing[v.HBMIndex] = true
 	d.mu.Unlock()
