@@ -37,7 +37,7 @@ type Device struct {
 	phys *physMem
 	// pattern fills HBM that a non-zero scrub left pending.
 	pattern *hbmPattern
-	pool *mempool.Pool
+	pool    *mempool.Pool
 
 	mu        sync.Mutex
 	openCount int // normal-fd opens not yet released
