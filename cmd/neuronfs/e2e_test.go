@@ -166,11 +166,25 @@ func TestRunExitStatus(t *testing.T) {
 
 // A non-root command inside run uses the devices (AllowOther).
 func TestRunAsUnprivilegedUser(t *testing.T) {
+	bin := clientCopy(t)
+	cmd := neuronfs(t, "run", "--uid=65534", "--gid=65534", "--", bin, "__client", "user")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client as nobody: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "uid=65534 arch=3") {
+		t.Fatalf("client said %q", out)
+	}
+}
+
+// clientCopy copies the test binary where any user can run it.
+func clientCopy(t *testing.T) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "neuronfs-e2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "client")
 	data, err := os.ReadFile(os.Args[0])
@@ -180,14 +194,7 @@ func TestRunAsUnprivilegedUser(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := neuronfs(t, "run", "--uid=65534", "--gid=65534", "--", bin, "__client", "user")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client as nobody: %v\n%s", err, out)
-	}
-	if !strings.HasPrefix(string(out), "uid=65534 arch=3") {
-		t.Fatalf("client said %q", out)
-	}
+	return bin
 }
 
 func isMounted(t *testing.T, dir string) bool {

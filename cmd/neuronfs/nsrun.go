@@ -96,6 +96,7 @@ func cmdNsRun(args []string) int {
 			Nodes:     nodes,
 			FUSENodes: fuseNodes,
 			Open:      fsys.OpenFor,
+			Mmap:      fsys.CheckMmap,
 			Log:       log,
 		}, 2)
 		if err != nil {

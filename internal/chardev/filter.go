@@ -37,8 +37,9 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 // argLow loads the low 32 bits of syscall argument i.
 func argLow(i int) unix.SockFilter { return stmt(bpfLdW, uint32(offArgs+8*i)) }
 
-// filter sends opens, fstat, and the empty-path forms of newfstatat and
-// statx to the listener, and allows everything else.
+// filter sends opens, fstat, the empty-path forms of newfstatat and
+// statx, and mmaps of a file to the listener, and allows everything else.
+// Classic BPF only jumps forward, so each test has its own returns.
 func filter() []unix.SockFilter {
 	const (
 		allow  = unix.SECCOMP_RET_ALLOW
@@ -49,20 +50,28 @@ func filter() []unix.SockFilter {
 		/* 1 */ jump(bpfJeq, auditArchX8664, 1, 0),
 		/* 2 */ stmt(bpfRet, allow),
 		/* 3 */ stmt(bpfLdW, offNr),
-		/* 4 */ jump(bpfJeq, unix.SYS_OPEN, 8, 0),
-		/* 5 */ jump(bpfJeq, unix.SYS_OPENAT, 7, 0),
-		/* 6 */ jump(bpfJeq, unix.SYS_OPENAT2, 6, 0),
-		/* 7 */ jump(bpfJeq, unix.SYS_FSTAT, 5, 0),
-		/* 8 */ jump(bpfJeq, unix.SYS_NEWFSTATAT, 5, 0),
-		/* 9 */ jump(bpfJeq, unix.SYS_STATX, 1, 0),
-		/* 10 */ stmt(bpfRet, allow),
-		/* 11 statx */ argLow(2),
-		/* 12 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 3),
-		/* 13 notify */ stmt(bpfRet, notify),
-		/* 14 newfstatat */ argLow(3),
-		/* 15 */ jump(bpfJset, unix.AT_EMPTY_PATH, 1, 0),
-		/* 16 */ stmt(bpfRet, allow),
-		/* 17 */ stmt(bpfRet, notify),
+		/* 4 */ jump(bpfJeq, unix.SYS_OPEN, 9, 0),
+		/* 5 */ jump(bpfJeq, unix.SYS_OPENAT, 8, 0),
+		/* 6 */ jump(bpfJeq, unix.SYS_OPENAT2, 7, 0),
+		/* 7 */ jump(bpfJeq, unix.SYS_FSTAT, 6, 0),
+		/* 8 */ jump(bpfJeq, unix.SYS_NEWFSTATAT, 7, 0),
+		/* 9 */ jump(bpfJeq, unix.SYS_STATX, 2, 0),
+		/* 10 */ jump(bpfJeq, unix.SYS_MMAP, 9, 0),
+		/* 11 */ stmt(bpfRet, allow),
+		/* 12 statx */ argLow(2),
+		/* 13 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
+		/* 14 */ stmt(bpfRet, notify),
+		/* 15 */ stmt(bpfRet, allow),
+		/* 16 newfstatat */ argLow(3),
+		/* 17 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
+		/* 18 */ stmt(bpfRet, notify),
+		/* 19 */ stmt(bpfRet, allow),
+		/* 20 mmap */ argLow(3),
+		/* 21 */ jump(bpfJset, unix.MAP_ANONYMOUS, 3, 0),
+		/* 22 */ argLow(4),
+		/* 23 */ jump(bpfJeq, 0xffffffff, 1, 0),
+		/* 24 */ stmt(bpfRet, notify),
+		/* 25 */ stmt(bpfRet, allow),
 	}
 	return prog
 }

@@ -45,6 +45,10 @@ const (
 	ioctlNotifAddfd   = 0x40182103 // SECCOMP_IOW(3, struct seccomp_notif_addfd)
 )
 
+// MmapChecker answers whether task tid may map [off, off+length) of
+// device minor with prot: 0, or the errno the mmap fails with.
+type MmapChecker func(minor int, tid int32, off, length uint64, prot int) unix.Errno
+
 // Opener opens the FUSE node of device minor for the task tid, as if tid
 // itself had opened it (so the device attaches tid's process).
 type Opener func(minor int, flags int, tid int32) (int, error)
@@ -55,6 +59,7 @@ type Supervisor struct {
 	major    uint32
 	devices  int
 	open     Opener
+	mmap     MmapChecker
 	// nodes are the character nodes (for stat answers), by minor.
 	nodes []string
 	// fuseDev and fuseInos identify descriptors of the FUSE device nodes.
@@ -73,13 +78,14 @@ type Config struct {
 	// recognise their descriptors in a process.
 	FUSENodes []string
 	Open      Opener
+	Mmap      MmapChecker // nil lets every mmap through
 	Log       *logrus.Entry
 }
 
 // Serve answers notifications with workers goroutines until the listener
 // reports that no filtered task is left, then returns.
 func Serve(cfg Config, workers int) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, nodes: cfg.Nodes, fuseInos: map[uint64]int{}, log: cfg.Log}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, fuseInos: map[uint64]int{}, log: cfg.Log}
 	for minor, p := range cfg.FUSENodes {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
@@ -160,6 +166,8 @@ func (s *Supervisor) handle(n *seccompNotif) {
 		s.handleEmptyPathStat(n, int32(a[0]), a[1], a[2], false, 0)
 	case unix.SYS_STATX:
 		s.handleEmptyPathStat(n, int32(a[0]), a[1], a[4], true, uint32(a[3]))
+	case unix.SYS_MMAP:
+		s.handleMmap(n, int32(a[4]), a[5], a[1], int(a[2]))
 	default:
 		s.pass(n.ID)
 	}
@@ -242,6 +250,25 @@ func (s *Supervisor) ourFD(pid uint32, fd int32) (int, bool) {
 	minor, ok := s.fuseInos[st.Ino]
 	return minor, ok
 }
+
+// handleMmap fails an mmap of a device fd that the driver would fail;
+// every other mmap goes ahead untouched.
+func (s *Supervisor) handleMmap(n *seccompNotif, fd int32, off, length uint64, prot int) {
+	minor, ok := s.ourFD(n.Pid, fd)
+	if !ok || s.mmap == nil {
+		s.pass(n.ID)
+		return
+	}
+	// The kernel rounds the length up to pages before the driver sees it.
+	length = (length + pageSize - 1) &^ (pageSize - 1)
+	if e := s.mmap(minor, int32(n.Pid), off, length, prot); e != 0 && s.valid(n.ID) {
+		s.respond(n.ID, -1, e, 0)
+		return
+	}
+	s.pass(n.ID)
+}
+
+const pageSize = 4096
 
 func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, dirfd int32, pathPtr, buf uint64, isStatx bool, mask uint32) {
 	path, err := readString(n.Pid, pathPtr)
