@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/dhal"
 )
 
 // The exec doorbell. An increment of a core's inference-start semaphore
@@ -16,26 +18,12 @@ import (
 // runtime queued a halt request stops the idle program: each engine
 // reports INIT then HALT and the core ignores doorbells until it is reset.
 
-// Record codes (u16 at bytes 6-7) and the compute engines' explicit
-// notification types (header byte 3), in engine order PE, ACT, POOL,
-// DVE, SP.
 const (
-	recordStart = 2
-	recordEnd   = 3
-	// The runtime rejects 0, 1, 4 and 5 on an INFER_STATUS ring, which
-	// makes 4 and 5 the likely ready-program INIT and HALT codes: a guess,
-	// since the halt records are not documented.
-	recordInit     = 4
-	recordHalt     = 5
-	computeEngines = 5
-	inferStatusQ0  = 4 // NOTIFIC slot of PE's INFER_STATUS queue
-	doorbellRun    = 1
-	doorbellHalt   = 2
+	doorbellRun  = 1
+	doorbellHalt = 2
 	// execQueueWait bounds how long a doorbell waits for staged DMA.
 	execQueueWait = 10 * time.Second
 )
-
-var engineNotifyType = [computeEngines]byte{0x06, 0x0a, 0x0e, 0x12, 0x16}
 
 // coreExec is one core's execution state.
 type coreExec struct {
@@ -78,14 +66,14 @@ func (d *Device) runInference(nc int) {
 	started := time.Now()
 	d.runExecQueues(nc)
 	nq := d.mmio.coreNQ[nc]
-	for e := range computeEngines {
-		nq.emit(inferStatusQ0+e, record(e, recordStart))
+	for e := range dhal.ComputeEngines {
+		nq.emit(dhal.InferStatusSlot+e, record(e, dhal.RecordStart))
 	}
 	if lat := d.sys.execLatency; lat > 0 {
 		time.Sleep(lat)
 	}
-	for e := range computeEngines {
-		nq.emit(inferStatusQ0+e, record(e, recordEnd))
+	for e := range dhal.ComputeEngines {
+		nq.emit(dhal.InferStatusSlot+e, record(e, dhal.RecordEnd))
 	}
 	d.metrics.Add(nc, "other_info/inference_count", 1)
 	// The core was busy for the run: utilisation tools read this.
@@ -108,15 +96,15 @@ func (d *Device) runHalt(nc int) {
 	d.mu.Unlock()
 	d.runExecQueues(nc) // the halt request itself is staged there
 	nq := d.mmio.coreNQ[nc]
-	for _, code := range []uint16{recordInit, recordHalt} {
-		for e := range computeEngines {
-			nq.emit(inferStatusQ0+e, record(e, code))
+	for _, code := range []uint16{dhal.RecordInit, dhal.RecordHalt} {
+		for e := range dhal.ComputeEngines {
+			nq.emit(dhal.InferStatusSlot+e, record(e, code))
 		}
 	}
 }
 
 func record(engine int, code uint16) (rec [recordSize]byte) {
-	rec[3] = engineNotifyType[engine]
+	rec[3] = dhal.EngineNotifyType[engine]
 	rec[6], rec[7] = byte(code), byte(code>>8)
 	return rec
 }

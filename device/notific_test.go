@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dhal"
 )
 
 // A NOTIFIC slot: records go only into an enabled, bound queue; the
@@ -23,7 +24,7 @@ func TestNotificSlot(t *testing.T) {
 	const q = 6
 	slot := uint64(regNotificSlotBase + q*notificSlotStride)
 	b.program(q, c.PA, 64) // four records
-	rec := record(0, recordStart)
+	rec := record(0, dhal.RecordStart)
 	if b.emit(q, rec) {
 		t.Fatal("a disabled queue took a record")
 	}

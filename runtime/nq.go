@@ -24,14 +24,12 @@ const (
 	NQTypeTraceDMA = 4
 	NQTypeThrottle = 5
 
-	RecordSize = 16
-	// Record codes in bytes 6-7 of an INFER_STATUS record.
-	RecordStart = 2
-	RecordEnd   = 3
-	// InferStatusSlot is the NOTIFIC slot of the first compute engine's
-	// INFER_STATUS queue; the five engines use slots 4-8.
-	InferStatusSlot = 4
-	ComputeEngines  = 5
+	// INFER_STATUS records (see dhal).
+	RecordSize      = dhal.RecordSize
+	RecordStart     = dhal.RecordStart
+	RecordEnd       = dhal.RecordEnd
+	InferStatusSlot = dhal.InferStatusSlot
+	ComputeEngines  = dhal.ComputeEngines
 )
 
 // NQ is a host-memory notification ring bound to a core's NOTIFIC slot,
