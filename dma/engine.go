@@ -138,11 +138,11 @@ func NewEngine(id int, mem Memory, opts Options) *Engine {
 	return e
 }
 
-// ValidateRings applies the hardware's ring checks in the driver's order:
+// validateRings applies the hardware's ring checks in the driver's order:
 // alignment and size granularity of both sides first (EPERM, the driver's
 // -1), then each side's size bounds and end alignment (EINVAL). A side
 // without a ring has base 0.
-func ValidateRings(tx, rx RingSpec) syscall.Errno {
+func validateRings(tx, rx RingSpec) syscall.Errno {
 	for _, r := range []RingSpec{tx, rx} {
 		if r.Base%RingAlign != 0 || r.Size%ringSizeStep != 0 {
 			return syscall.EPERM
@@ -168,7 +168,7 @@ func (e *Engine) InitQueue(qid int, tx, rx RingSpec) syscall.Errno {
 	if qid < 0 || qid >= QueuesPerEngine {
 		return syscall.EINVAL
 	}
-	if errno := ValidateRings(tx, rx); errno != 0 {
+	if errno := validateRings(tx, rx); errno != 0 {
 		return errno
 	}
 	e.mu.Lock()
