@@ -2,9 +2,7 @@ package fs_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,12 +28,10 @@ func benchProcessVMReadv(b *testing.B, size int) {
 	for i := range src {
 		src[i] = byte(i)
 	}
-	local := []unix.Iovec{{Base: &dst[0], Len: uint64(size)}}
-	remote := []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: size}}
 	b.SetBytes(int64(size))
 	for b.Loop() {
-		if n, err := unix.ProcessVMReadv(os.Getpid(), local, remote, 0); n != size || err != nil {
-			b.Fatal(n, err)
+		if err := testutil.ReadvSelf(dst, src); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

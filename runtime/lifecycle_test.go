@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -244,12 +242,10 @@ func BenchmarkTensor64MiB(b *testing.B) {
 	buf := pattern(size, 1)
 	b.Run("impl=process_vm_readv", func(b *testing.B) {
 		dst := make([]byte, size)
-		local := []unix.Iovec{{Base: &dst[0], Len: size}}
-		remote := []unix.RemoteIovec{{Base: uintptr(unsafeAddr(buf)), Len: size}}
 		b.SetBytes(2 * size)
 		for b.Loop() {
 			for range 2 {
-				if _, err := unix.ProcessVMReadv(os.Getpid(), local, remote, 0); err != nil {
+				if err := testutil.ReadvSelf(dst, buf); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,5 +1,0 @@
-package runtime_test
-
-import "unsafe"
-
-func unsafeAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
