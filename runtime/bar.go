@@ -68,15 +68,17 @@ func (d *Device) WriteRegister(off uint64, val uint32) error {
 	return do(d.fd, "BAR_WRITE", ioctl.CmdBARWrite, &v)
 }
 
-// facts returns the architecture facts of the device.
+// facts returns the architecture facts of the device, asking it once.
 func (d *Device) facts() (*dhal.ArchFacts, error) {
+	if d.arch != nil {
+		return d.arch, nil
+	}
 	bi, err := d.BasicInfo()
 	if err != nil {
 		return nil, err
 	}
-	f, err := dhal.Facts(dhal.Arch(bi.Architecture))
-	if err != nil {
-		return nil, fmt.Errorf("neuron%d: %w", d.Index, err)
+	if d.arch == nil {
+		return nil, fmt.Errorf("neuron%d: unknown architecture %d", d.Index, bi.Architecture)
 	}
-	return f, nil
+	return d.arch, nil
 }

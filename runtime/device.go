@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -13,7 +14,8 @@ import (
 type Device struct {
 	Index int
 	fd    int
-	bar0  uint64 // DEVICE_INFO's bar_address[0], once read
+	bar0  uint64          // DEVICE_INFO's bar_address[0], once read
+	arch  *dhal.ArchFacts // from DEVICE_BASIC_INFO, once read
 }
 
 // Open opens /dev/neuronN read-write.
@@ -62,10 +64,17 @@ func do[T any](fd int, name string, cmd uint32, arg *T) error {
 	return nil
 }
 
-// BasicInfo is DEVICE_BASIC_INFO: architecture and PCI revision.
+// BasicInfo is DEVICE_BASIC_INFO: architecture and PCI revision. The
+// device keeps the architecture's facts for the calls that need them.
 func (d *Device) BasicInfo() (ioctl.DeviceBasicInfo, error) {
 	var v ioctl.DeviceBasicInfo
-	return v, do(d.fd, "DEVICE_BASIC_INFO", ioctl.CmdDeviceBasicInfo, &v)
+	if err := do(d.fd, "DEVICE_BASIC_INFO", ioctl.CmdDeviceBasicInfo, &v); err != nil {
+		return v, err
+	}
+	if f, err := dhal.Facts(dhal.Arch(v.Architecture)); err == nil {
+		d.arch = f
+	}
+	return v, nil
 }
 
 // Info is DEVICE_INFO: architecture, neighbours and BAR0.

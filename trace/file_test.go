@@ -37,7 +37,7 @@ func TestReadSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Records) != 53 || tr.Header.DriverVersion != "2.25.4.0" {
+	if len(tr.Records) != 51 || tr.Header.DriverVersion != "2.25.4.0" {
 		t.Fatalf("%d records, header %+v", len(tr.Records), tr.Header)
 	}
 	if got := encode(t, tr); !bytes.Equal(got, data) {

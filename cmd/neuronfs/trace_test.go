@@ -104,10 +104,24 @@ func TestTraceBringup(t *testing.T) {
 		t.Fatalf("calls:\n got %v\nwant %v", got, bringupCalls)
 	}
 	rec := func(i int) *trace.Record { return &tr.Records[i] }
+	// nth finds the n-th (from 0) call of that name in bringupCalls.
+	nth := func(name string, n int) int {
+		for i, c := range bringupCalls {
+			if c == name {
+				if n == 0 {
+					return i
+				}
+				n--
+			}
+		}
+		t.Fatalf("bringupCalls has no %s #%d", name, n)
+		return 0
+	}
+	open2, closeW, closeRW := nth("open", 1), nth("close", 0), nth("close", 1)
 
 	// The two opens: read-write, then write-only; the closes in reverse.
-	if rec(0).Flags&3 != 2 || rec(48).Flags&3 != 1 || rec(51).FD != rec(48).FD || rec(52).FD != rec(0).FD {
-		t.Errorf("opens/closes: %+v %+v %+v %+v", rec(0), rec(48), rec(51), rec(52))
+	if rec(0).Flags&3 != 2 || rec(open2).Flags&3 != 1 || rec(closeW).FD != rec(open2).FD || rec(closeRW).FD != rec(0).FD {
+		t.Errorf("opens/closes: %+v %+v %+v %+v", rec(0), rec(open2), rec(closeW), rec(closeRW))
 	}
 	if v := field(t, rec(1), true, "architecture"); v != 3 {
 		t.Errorf("DEVICE_BASIC_INFO architecture %d", v)
@@ -163,9 +177,9 @@ func TestTraceBringup(t *testing.T) {
 	if field(t, rec(16), false, "mem_handle") != h1 || field(t, rec(17), false, "mem_handle") != h2 {
 		t.Errorf("MEM_FREE handles %x %x", rec(16).Before, rec(17).Before)
 	}
-	mark := rec(49)
-	if field(t, mark, false, "nc_count") != 1 || field(t, mark, false, "end_nc_index") != 7 || field(t, mark, true, "bitmap") != bitmap || field(t, rec(50), false, "bitmap") != bitmap {
-		t.Errorf("CRWL mark/unmark: %x %x", mark.After, rec(50).Before)
+	mark, unmark := rec(nth("NEURON_IOCTL_CRWL_NC_RANGE_MARK", 0)), rec(nth("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK", 0))
+	if field(t, mark, false, "nc_count") != 1 || field(t, mark, false, "end_nc_index") != 7 || field(t, mark, true, "bitmap") != bitmap || field(t, unmark, false, "bitmap") != bitmap {
+		t.Errorf("CRWL mark/unmark: %x %x", mark.After, unmark.Before)
 	}
 
 	// The decoder names every member.
