@@ -96,7 +96,12 @@ var (
 )
 
 // PassthroughFd hands the kernel the device's physical-memory memfd.
-func (f *devFile) PassthroughFd() (int, bool) { return f.f.Dev.PhysFd(), true }
+func (f *devFile) PassthroughFd() (int, bool) {
+	if f.fsys.noPassthrough {
+		return -1, false
+	}
+	return f.f.Dev.PhysFd(), true
+}
 
 func (f *devFile) Flush(ctx context.Context) syscall.Errno {
 	f.f.Flush(ctx, f.fsys.caller(ctx))

@@ -47,6 +47,8 @@ type FS struct {
 	behalfMu     sync.Mutex
 	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
 	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
+
+	noPassthrough bool // see Options.withoutPassthrough
 }
 
 // Options tune the mount.
@@ -57,6 +59,9 @@ type Options struct {
 	// with the daemon (no FUSE passthrough): every ioctl works, mapped
 	// memory does not.
 	DegradedMmap bool
+	// withoutPassthrough opens device files without passthrough, as on a
+	// kernel that lacks it (for testing the self-test).
+	withoutPassthrough bool
 }
 
 // Mount serves sys at dir and returns once the kernel answers requests.
@@ -66,7 +71,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
 	// allow_other: every user may use the devices; default_permissions:
 	// the kernel enforces the sysfs modes (0400, 0600...).
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})

@@ -2,32 +2,18 @@
 package testutil
 
 import (
-	"os"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
 // RequireFUSE skips a test that needs root and /dev/fuse when they are
 // missing, unless NEURONFS_REQUIRE_FUSE=1 (as in CI), where it fails.
 func RequireFUSE(t testing.TB) {
 	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root"
-	} else if err := unix.Access("/dev/fuse", unix.R_OK|unix.W_OK); err != nil {
-		why = "needs /dev/fuse: " + err.Error()
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("NEURONFS_REQUIRE_FUSE") == "1" {
-		t.Fatalf("NEURONFS_REQUIRE_FUSE=1 but this test %s", why)
-	}
-	t.Skip(why)
+	testenv.RequireFUSE(t)
 }
 
 // Mount mounts a fresh emulated host of the given instance type under a
