@@ -64,6 +64,7 @@ var handlers = map[string]Handler{
 	"NEURON_IOCTL_ACQUIRE_NEURON_DS":                  acquireNeuronDS,
 	"NEURON_IOCTL_RELEASE_NEURON_DS":                  releaseNeuronDS,
 	"NEURON_IOCTL_DMABUF_FD":                          dmabufFD,
+	"NEURON_IOCTL_GET_VA_PLACEMENT":                   getVAPlacement,
 	"NEURON_IOCTL_HBM_SCRUB_START":                    hbmScrubStart,
 	"NEURON_IOCTL_HBM_SCRUB_WAIT":                     hbmScrubWait,
 	"NEURON_IOCTL_MEM_COPY_ASYNC":                     memCopyAsync,

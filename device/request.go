@@ -14,6 +14,21 @@ type UserMemory interface {
 	WriteAt(p []byte, addr uint64) (int, error)
 }
 
+// UserMapping is a mapping of a device node in a process, as
+// /proc/<pid>/maps shows it.
+type UserMapping struct {
+	Device        int    // the node's device index
+	Start, Length uint64 // the virtual range
+	Offset        uint64 // the file offset: the physical address mapped
+}
+
+// MapLookup finds the mapping of a device node that holds va in process
+// tgid. The driver records its own mmaps; a transport that never sees
+// mmap reads the process's memory map instead.
+type MapLookup interface {
+	MappingAt(tgid int32, va uint64) (UserMapping, bool)
+}
+
 // Caller identifies the task that issued a request.
 type Caller struct {
 	Tid  int32
@@ -34,6 +49,8 @@ type Request struct {
 	Arg    uint64 // the caller's argument (a user address for most commands)
 	Caller Caller
 	Mem    UserMemory
+	// Maps finds the caller's mappings of device nodes (nil: none known).
+	Maps MapLookup
 	// In holds the _IOC_SIZE bytes the kernel already copied in for
 	// _IOC_WRITE commands (nil otherwise): reading them costs nothing.
 	In []byte

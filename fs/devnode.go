@@ -54,7 +54,7 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 		req: device.Request{Ctx: ctx, File: df.f, Cmd: cmd, Arg: arg, Caller: caller},
 	}
 	mem, req := &call.mem, &call.req
-	req.Mem = mem
+	req.Mem, req.Maps = mem, n.fsys
 	if ioctl.Dir(cmd)&ioctl.DirRead != 0 {
 		mem.out = output
 	}

@@ -49,6 +49,12 @@ type FS struct {
 	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
 
 	noPassthrough bool // see Options.withoutPassthrough
+
+	// devIno maps the device nodes' inode numbers to device indexes, and
+	// devMajor:devMinor is the mount's device, to recognise the nodes'
+	// mappings in /proc/<pid>/maps.
+	devIno             map[uint64]int
+	devMajor, devMinor uint32
 }
 
 // Options tune the mount.
@@ -109,6 +115,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	var st unix.Stat_t
 	if unix.Fstat(f.rootFd, &st) == nil {
 		f.connDev = KernelDev(uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev)))
+		f.devMajor, f.devMinor = unix.Major(st.Dev), unix.Minor(st.Dev)
 	}
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
@@ -206,8 +213,11 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 // build lays out the tree: device nodes, class directory, device
 // directories and the module directory.
 func (f *FS) build(ctx context.Context) {
+	f.devIno = map[uint64]int{}
 	for _, d := range f.sys.Devices {
-		f.add(ctx, DevDir+"/"+d.Name(), &devNode{dev: d, fsys: f}, syscall.S_IFREG)
+		n := &devNode{dev: d, fsys: f}
+		f.add(ctx, DevDir+"/"+d.Name(), n, syscall.S_IFREG)
+		f.devIno[n.StableAttr().Ino] = d.Index
 	}
 	for _, a := range f.sys.ClassAttributes() {
 		f.add(ctx, ClassDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)

@@ -2,9 +2,10 @@ package ioctl
 
 import "reflect"
 
-// The driver versions neuronfs emulates, as a tree: the newest is
-// generated from the reference tables, each older one is its successor
-// minus what it did not have yet (reference: abi-diff.md).
+// The driver versions neuronfs emulates, as a tree rooted at 2.25.4.0,
+// which is generated from the reference tables: each older one is its
+// successor minus what it did not have yet (reference: abi-diff.md), and
+// 2.27.4.0 is 2.25.4.0 plus its five new commands.
 
 // Architecture enums, as DEVICE_BASIC_INFO reports them.
 const (
@@ -37,6 +38,16 @@ var versionTree = []Version{
 		Added:    commands2_25_4_0,
 		Features: 0x1ff,
 		Compat:   map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 11}, archV4: {10, 11}},
+	},
+	{
+		// Five new commands (throttling notifications, VA placement, the
+		// performance-profile queries, async h2t completion queues); the
+		// rest of the ABI, the versions accepted and the features are
+		// those of 2.25.4.0.
+		Name:     "2.27.4.0",
+		Parent:   "2.25.4.0",
+		Added:    commands2_27_4_0,
+		Features: 0x1ff,
 	},
 	{
 		// Before Trn3: no h2t queue, power-profile, metrics-control or
