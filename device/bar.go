@@ -25,11 +25,21 @@ const (
 	powerProfileSize = 8
 )
 
-// fwErrno maps a mailbox failure to the driver's answer: -1, or ENOTSUPP
-// when the firmware is too old for the register protocol.
-func fwErrno(err error) Result {
-	if errors.Is(err, mmio.ErrOldFirmware) {
+// fwErrno is the driver's answer to a failed legacy-mailbox exchange: -1.
+func fwErrno(error) Result { return Errno(syscall.EPERM) }
+
+// registerResult is the driver's answer after a register-protocol
+// exchange: -524 when the firmware is too old for it, -1 when it does not
+// know the command or (from 2.27) reported a failure, else 0, even when
+// no answer ever came.
+func (s *System) registerResult(err error) Result {
+	switch {
+	case err == nil, errors.Is(err, mmio.ErrTimeout):
+		return 0
+	case errors.Is(err, mmio.ErrOldFirmware):
 		return Errno(ioctl.ENOTSUPP)
+	case errors.Is(err, mmio.ErrFailed) && !s.fwFailIsError:
+		return 0
 	}
 	return Errno(syscall.EPERM)
 }
@@ -181,8 +191,6 @@ func powerProfile(r *Request) Result {
 	}
 	payload := make([]byte, 8)
 	payload[4] = uint8(v.Profile)
-	if _, err := d.mmio.fwc.Register(mmio.CmdSetPowerProfile, payload); err != nil {
-		return fwErrno(err)
-	}
-	return 0
+	_, err := d.mmio.fwc.Register(mmio.CmdSetPowerProfile, payload)
+	return d.sys.registerResult(err)
 }

@@ -27,6 +27,7 @@ type h2tClaim struct {
 	nc    int
 	copy  bool             // driver-owned copy queue (else a service queue)
 	rings []*mempool.Chunk // TX, RX and completion area of a copy queue
+	compl *mempool.Chunk   // its async completion queue (driver 2.27), also in rings
 }
 
 // h2tEngine returns core nc's h2t engine id.
@@ -53,6 +54,15 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 				d.freeClaimRingsLocked(cl)
 				return 0, errnoOf(err)
 			}
+			cl.rings = append(cl.rings, c)
+		}
+		c, err := d.newAsyncComplQueue()
+		if err != nil {
+			d.freeClaimRingsLocked(cl)
+			return 0, errnoOf(err)
+		}
+		if c != nil {
+			cl.compl = c
 			cl.rings = append(cl.rings, c)
 		}
 		tx := dma.RingSpec{Base: cl.rings[0].PA, Size: h2tRingDescs}

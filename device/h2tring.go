@@ -21,6 +21,7 @@ type driverRing struct {
 	eng, qid int
 	tx, rx   *mempool.Chunk
 	marks    *mempool.Chunk // per context: the marker source word, then its destination
+	compl    *mempool.Chunk // async completion queue (driver 2.27), else nil
 
 	mu     sync.Mutex
 	next   uint32
@@ -51,6 +52,10 @@ func (d *Device) initDriverRings() error {
 				return err
 			}
 			*p = ch
+		}
+		var err error
+		if r.compl, err = d.newAsyncComplQueue(); err != nil {
+			return err
 		}
 		spec := func(ch *mempool.Chunk) dma.RingSpec { return dma.RingSpec{Base: ch.PA, Size: h2tRingDescs} }
 		if errno := d.dma.engines[r.eng].InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {

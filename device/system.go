@@ -73,9 +73,15 @@ type System struct {
 	timeScale    float64
 	faults       Faults
 	strict       bool
-	nodeSerial   uint64
-	podRAM       podRAM        // each device's firmware, for the election
-	pod          *pod.Election // nil outside UltraServer and PDS hosts
+	// fwFailIsError: a register-protocol request the firmware answered
+	// with a failure returns -1 (driver 2.27); 2.25 returns 0.
+	fwFailIsError bool
+	// asyncCompletions: driver h2t copy queues carry an async completion
+	// queue (driver 2.27).
+	asyncCompletions bool
+	nodeSerial       uint64
+	podRAM           podRAM        // each device's firmware, for the election
+	pod              *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
@@ -135,10 +141,12 @@ func NewSystem(cfg Config) (*System, error) {
 		Major:    cfg.Major,
 		log:      log.WithField("instance", inst.Name),
 
-		resetLatency: cfg.ResetLatency,
-		strict:       cfg.Strict,
-		nodeSerial:   cfg.NodeSerial,
-		podRAM:       make(podRAM, inst.Devices),
+		resetLatency:     cfg.ResetLatency,
+		strict:           cfg.Strict,
+		fwFailIsError:    ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
+		asyncCompletions: ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
+		nodeSerial:       cfg.NodeSerial,
+		podRAM:           make(podRAM, inst.Devices),
 	}
 	s.epoch = time.Now()
 	s.inferenceStart, s.execLatency = -1, cfg.ExecLatency

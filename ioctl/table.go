@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Lane says which of the driver's two ioctl entry points serves a command.
@@ -144,6 +146,24 @@ func Versions() []string {
 		out = append(out, v.Name)
 	}
 	return out
+}
+
+// VersionAtLeast reports whether dotted version v is min or newer.
+func VersionAtLeast(v, min string) bool {
+	a, b := strings.Split(v, "."), strings.Split(min, ".")
+	for i := range max(len(a), len(b)) {
+		var x, y int
+		if i < len(a) {
+			x, _ = strconv.Atoi(a[i])
+		}
+		if i < len(b) {
+			y, _ = strconv.Atoi(b[i])
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return true
 }
 
 // DefaultVersion is the driver version emulated unless asked otherwise.

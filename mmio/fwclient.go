@@ -33,7 +33,7 @@ var (
 // Retry counts per command (the legacy path retries 30 times).
 const legacyRetries = 30
 
-var newProtocolRetries = map[uint8]int{CmdRead: 15, CmdPostToCW: 15, CmdSetPowerProfile: 3}
+var newProtocolRetries = map[uint8]int{CmdRead: 15, CmdPostToCW: 15, CmdSetPowerProfile: 3, CmdGetData: 3, CmdSetFeature: 3}
 
 // NewClient returns the driver side of the mailbox of the firmware at
 // misc in bar; reqPA and respPA are its MailboxSize host buffers.
@@ -88,11 +88,11 @@ func (c *Client) Legacy(cmd uint8, payload []byte) ([]byte, error) {
 		}
 		switch resp[1] {
 		case RespSuccess:
-			n := int(binary.LittleEndian.Uint16(resp[2:])) - responseHeaderSize
-			if n < 0 || n > MailboxSize-responseHeaderSize {
+			n := int(binary.LittleEndian.Uint16(resp[2:])) - legacyResponseHeaderSize
+			if n < 0 || n > MailboxSize-legacyResponseHeaderSize {
 				return nil, ErrFailed
 			}
-			return append([]byte(nil), resp[responseHeaderSize:responseHeaderSize+n]...), nil
+			return append([]byte(nil), resp[legacyResponseHeaderSize:legacyResponseHeaderSize+n]...), nil
 		case RespUnknownCommand:
 			return nil, ErrUnknownCommand
 		}
@@ -142,7 +142,7 @@ func (c *Client) Register(cmd uint8, payload []byte) ([]byte, error) {
 		}
 		switch uint8(r >> 8) {
 		case RespSuccess:
-			n := min(max(int(r>>16)-responseHeaderSize, 0), DataWindowSize)
+			n := min(max(int(r>>16)-registerResponseHeaderSize, 0), DataWindowSize)
 			out := make([]byte, n)
 			for i := 0; i < n; i += 4 {
 				var w [4]byte

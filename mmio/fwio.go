@@ -44,13 +44,30 @@ const (
 	CmdRead            = 1 // payload: u64 device addresses; answer: u32 values
 	CmdPostToCW        = 2 // payload: a metrics blob
 	CmdSetPowerProfile = 3 // payload: u32 reserved, u8 profile, u8 voltage margin, u8 frequency, u8 OCW
+	// Driver 2.27 adds GET_DATA (payload: u8 type, then the type's
+	// request) and SET_FEATURE (payload: one byte of feature bits).
+	CmdGetData    = 4
+	CmdSetFeature = 5
+
+	// GET_DATA types. The performance profile answers like the SET
+	// payload (profile at byte 4); the available profiles take a u16
+	// feature filter and answer a count and a 256-bit profile bitmap.
+	GetDataPerfProfile        = 1
+	GetDataAvailableProfiles  = 2
+	ProfilesAll               = 0
+	ProfilesHBM7200           = 5
+	FeatureThrottlingNotifier = 1 << 0
 
 	RespSuccess        = 0
 	RespFail           = 1
 	RespUnknownCommand = 2
 
-	requestHeaderSize  = 8
-	responseHeaderSize = 4
+	requestHeaderSize = 8
+	// A response header is 4 bytes in the legacy buffers and 8 in the
+	// registers (driver 2.25 subtracts 4 there but never reads data back
+	// from a register-protocol answer; 2.27 subtracts 8 and does).
+	legacyResponseHeaderSize   = 4
+	registerResponseHeaderSize = 8
 	// MailboxSize is the size of each of the driver's legacy request and
 	// response buffers.
 	MailboxSize = 65535
@@ -82,7 +99,16 @@ type FirmwareState struct {
 	LastPost     []byte // the last POST_TO_CW blob
 	Posts        uint64
 	PowerProfile uint8 // last SET_POWER_PROFILE profile
+	Features     uint8 // last SET_FEATURE bits
 }
+
+// Profiles is the set of performance profiles the emulated firmware
+// offers (real firmware's sets are not public): profiles 0-3 in all, none
+// of them for HBM-7200.
+var Profiles = [32]byte{0x0f}
+
+// ProfileCount is how many profiles Profiles holds.
+const ProfileCount = 4
 
 // Firmware is the emulated management firmware: the misc-RAM registers
 // and the mailbox protocol behind the doorbell. It answers synchronously,
@@ -189,12 +215,12 @@ func (f *Firmware) serveLegacyLocked() {
 	if code != RespSuccess {
 		answer = nil
 	}
-	resp, ok := f.mem.Slice(respPA, responseHeaderSize+uint64(len(answer)))
+	resp, ok := f.mem.Slice(respPA, legacyResponseHeaderSize+uint64(len(answer)))
 	if !ok {
 		return
 	}
-	copy(resp[responseHeaderSize:], answer)
-	binary.LittleEndian.PutUint16(resp[2:], uint16(responseHeaderSize+len(answer)))
+	copy(resp[legacyResponseHeaderSize:], answer)
+	binary.LittleEndian.PutUint16(resp[2:], uint16(legacyResponseHeaderSize+len(answer)))
 	resp[1] = code
 	resp[0] = h[0] // the sequence number last: the driver polls it
 }
@@ -220,7 +246,7 @@ func (f *Firmware) serveRegistersLocked() {
 		copy(w[:], answer[i:])
 		f.regs[(RegData+uint64(i))/4] = binary.LittleEndian.Uint32(w[:])
 	}
-	f.regs[RegRequestHi/4] = uint32(h[0]) | uint32(code)<<8 | uint32(responseHeaderSize+len(answer))<<16
+	f.regs[RegRequestHi/4] = uint32(h[0]) | uint32(code)<<8 | uint32(registerResponseHeaderSize+len(answer))<<16
 	f.regs[RegAck/4] = 0
 }
 
@@ -262,8 +288,45 @@ func (f *Firmware) executeLocked(h [8]byte, p []byte) (code uint8, answer []byte
 		}
 		f.state.PowerProfile = p[4]
 		return RespSuccess, nil
+	case CmdGetData:
+		return f.getDataLocked(p)
+	case CmdSetFeature:
+		if len(p) != 1 {
+			return RespFail, nil
+		}
+		f.state.Features = p[0]
+		return RespSuccess, nil
 	}
 	return RespUnknownCommand, nil
+}
+
+// getDataLocked answers GET_DATA: the current performance profile in the
+// SET_POWER_PROFILE layout, or the profiles available for a feature.
+func (f *Firmware) getDataLocked(p []byte) (uint8, []byte) {
+	if len(p) < 1 {
+		return RespFail, nil
+	}
+	switch p[0] {
+	case GetDataPerfProfile:
+		answer := make([]byte, 8)
+		answer[4] = f.state.PowerProfile
+		return RespSuccess, answer
+	case GetDataAvailableProfiles:
+		if len(p) < 3 {
+			return RespFail, nil
+		}
+		answer := make([]byte, 1+len(Profiles))
+		switch binary.LittleEndian.Uint16(p[1:]) {
+		case ProfilesAll:
+			answer[0] = ProfileCount
+			copy(answer[1:], Profiles[:])
+		case ProfilesHBM7200:
+		default:
+			return RespFail, nil
+		}
+		return RespSuccess, answer
+	}
+	return RespFail, nil
 }
 
 // readLocked answers one address of a READ request.
