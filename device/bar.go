@@ -58,8 +58,9 @@ func readArray(r *Request, addr uint64, count, size int) ([]byte, Result) {
 }
 
 // barOffset turns a register address (DEVICE_INFO's bar_address[0] plus
-// an offset) into a BAR0 offset; the driver does not check read addresses
-// at all, here an address outside BAR0 is EFAULT.
+// an offset) into a BAR0 offset. Driver 2.25 does not check read addresses
+// at all; here an address outside BAR0 is EFAULT there, and EINVAL from
+// 2.27, which checks them all before reading.
 func (d *Device) barOffset(addr uint64) (uint64, bool) {
 	off := addr - d.BAR0KernelAddress()
 	if addr < d.BAR0KernelAddress() || off >= d.mmio.bar.Size() || off%4 != 0 {
@@ -95,7 +96,9 @@ func barReadWrite(r *Request) Result {
 		out := make([]byte, 4*v.Count)
 		for i := range int(v.Count) {
 			off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
-			if !ok {
+			if !ok && d.sys.barReadChecked {
+				return Errno(syscall.EINVAL)
+			} else if !ok {
 				return Errno(syscall.EFAULT)
 			}
 			binary.LittleEndian.PutUint32(out[4*i:], d.mmio.bar.Read32(off))

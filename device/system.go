@@ -79,9 +79,12 @@ type System struct {
 	// asyncCompletions: driver h2t copy queues carry an async completion
 	// queue (driver 2.27).
 	asyncCompletions bool
-	nodeSerial       uint64
-	podRAM           podRAM        // each device's firmware, for the election
-	pod              *pod.Election // nil outside UltraServer and PDS hosts
+	// barReadChecked: BAR_READ refuses addresses outside BAR0 with EINVAL
+	// (driver 2.27; 2.25 reads wherever it is told).
+	barReadChecked bool
+	nodeSerial     uint64
+	podRAM         podRAM        // each device's firmware, for the election
+	pod            *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          sync.Mutex // guards the driver-global state below
 	metrics     metricsCtl
@@ -145,6 +148,7 @@ func NewSystem(cfg Config) (*System, error) {
 		strict:           cfg.Strict,
 		fwFailIsError:    ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
 		asyncCompletions: ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
+		barReadChecked:   ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
 		nodeSerial:       cfg.NodeSerial,
 		podRAM:           make(podRAM, inst.Devices),
 	}

@@ -132,3 +132,14 @@ func TestAsyncH2TComplQueues(t *testing.T) {
 	ask("a queue nobody claimed", 1, 1<<15, unix.EINVAL)
 	ask("a core the device lacks", 8, 1<<def, unix.EINVAL)
 }
+
+// A BAR_READ address outside BAR0: 2.25 reads it anyway (EFAULT here);
+// 2.27 checks every address first (EINVAL).
+func TestBARReadBounds(t *testing.T) {
+	for version, want := range map[string]unix.Errno{"2.25.4.0": unix.EFAULT, "2.27.4.0": unix.EINVAL} {
+		dir, sys := testutil.MountConfig(t, device.Config{Instance: "trn2.48xlarge", DriverVersion: version})
+		bar := newBarClient(t, openDev(t, dir, 0, unix.O_RDWR))
+		r, e := bar.rw(ioctl.CmdBARRead, 0, []uint64{0, sys.Arch.BAR0Size}, make([]uint32, 2))
+		expectErrno(t, "BAR_READ past BAR0 on "+version, r, e, 0, want)
+	}
+}
