@@ -73,7 +73,7 @@ func newDevice(s *System, index int) (*Device, error) {
 	}
 	d.phys = phys
 	d.pattern = newHBMPattern(phys.fd)
-	d.pool = mempool.New(s.Arch)
+	d.pool = mempool.NewOnHost(s.Arch, s.hostSpace, d)
 	if err := d.initDatastore(); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
 	}

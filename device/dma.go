@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -44,6 +45,15 @@ func (d *Device) initDMA() error {
 	f := d.sys.Arch
 	d.dma.mem = newEngineMemory(d.phys.fd, f)
 	d.dma.mem.touch = d.pattern.fill
+	d.dma.mem.hostLo, d.dma.mem.hostHi = f.HostBase, f.HostBase+dhal.HostMemorySpan
+	d.dma.mem.hostOwner = func(pa uint64) *engineMemory {
+		if o, ok := d.sys.hostSpace.Owner(pa - f.HostBase); ok {
+			if other, ok := o.(*Device); ok {
+				return other.dma.mem
+			}
+		}
+		return nil
+	}
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}

@@ -21,6 +21,10 @@ type engineMemory struct {
 	// touch runs before the engine reaches [pa, pa+n) (pending scrub
 	// patterns are written then).
 	touch func(pa, n uint64)
+	// hostOwner finds the engine memory of the device whose host chunk
+	// holds a host address (nil: this one's).
+	hostOwner      func(pa uint64) *engineMemory
+	hostLo, hostHi uint64 // the host window
 }
 
 type window struct {
@@ -54,8 +58,19 @@ func newEngineMemory(fd int, f *dhal.ArchFacts) *engineMemory {
 	return m
 }
 
-// Slice implements dma.Memory.
+// Slice implements dma.Memory. Host addresses of another device's chunks
+// reach that device's memory, as host memory is one on a real host.
 func (m *engineMemory) Slice(pa, n uint64) ([]byte, bool) {
+	if m.hostOwner != nil && pa >= m.hostLo && pa < m.hostHi {
+		if other := m.hostOwner(pa); other != nil && other != m {
+			return other.local(pa, n)
+		}
+	}
+	return m.local(pa, n)
+}
+
+// local slices this device's own memory.
+func (m *engineMemory) local(pa, n uint64) ([]byte, bool) {
 	i := sort.Search(len(m.windows), func(i int) bool { return m.windows[i].base+m.windows[i].size > pa })
 	if i == len(m.windows) {
 		return nil, false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/pod"
@@ -79,6 +80,8 @@ type System struct {
 	// asyncCompletions: driver h2t copy queues carry an async completion
 	// queue (driver 2.27).
 	asyncCompletions bool
+	// hostSpace is the host's DMA address space, shared by the devices.
+	hostSpace *mempool.HostSpace
 	// barReadChecked: BAR_READ refuses addresses outside BAR0 with EINVAL
 	// (driver 2.27; 2.25 reads wherever it is told).
 	barReadChecked bool
@@ -166,6 +169,7 @@ func NewSystem(cfg Config) (*System, error) {
 		s.resetLatency = s.scaled(defaultResetLatency)
 	}
 	s.dispatch = newDispatcher(s.Table)
+	s.hostSpace = mempool.NewHostSpace()
 	// Before the devices: their first resets feed the election.
 	s.pod = s.newPodElection(cfg.Pod)
 	for i := 0; i < inst.Devices; i++ {

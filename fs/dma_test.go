@@ -365,3 +365,46 @@ func TestDMAResetReinitialisesQueues(t *testing.T) {
 		t.Errorf("core 0's queue after core 1's reset: %+v", tx)
 	}
 }
+
+// Host memory is one on a host: a host chunk allocated through device 0
+// has an address no other device hands out, and device 1's engines read
+// it (the caller has both devices open, which the descriptor check needs).
+func TestDMAReadsAnotherDevicesHostChunk(t *testing.T) {
+	dir, _ := testutil.Mount(t, "trn2.48xlarge")
+	d0, err := runtime.Host{Root: dir}.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d0.Close()
+	d1, err := runtime.Host{Root: dir}.Open(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d1.Close()
+	src := mustMem(t, d0, 4096, runtime.AllocOptions{Host: true})
+	srcView := mustMap(t, src)
+	for i := range srcView {
+		srcView[i] = byte(i*7 + 3)
+	}
+	out := mustMem(t, d1, 4096, runtime.AllocOptions{Host: true})
+	if out.PA == src.PA {
+		t.Fatalf("devices 0 and 1 both handed out host address %#x", src.PA)
+	}
+	outView := mustMap(t, out)
+	marker, err := d1.NewMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	q, err := d1.InitQueue(0, 1, 32, runtime.AllocOptions{Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Submit([]runtime.Copy{{Src: src.PA, Dst: out.PA, Len: 4096}, marker.Copy()}); err != nil {
+		t.Fatal(err)
+	}
+	waitMarker(t, marker)
+	if !bytes.Equal(outView, srcView) {
+		t.Fatalf("device 1 read % x from device 0's host chunk, want % x", outView[:8], srcView[:8])
+	}
+}

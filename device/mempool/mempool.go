@@ -104,7 +104,7 @@ type Chunk struct {
 	refs    int
 	handle  uint64
 	mainEnd uint64      // end of the main pool of a device chunk's channel
-	from    *genpool    // pool the memory came from
+	from    *genpool    // pool the device memory came from (nil for host memory)
 	list    lifespanKey // lifespan list the chunk is on
 	seq     uint64      // position on that list (newest highest)
 }
@@ -169,8 +169,9 @@ type Pool struct {
 	mu       sync.Mutex
 	hostBase uint64
 	channels []*channel
-	host     *genpool
-	hostList []*Chunk // host chunks by PA
+	host     *HostSpace // shared by the host's devices
+	owner    any        // this pool's device, as host's Owner reports it
+	hostList []*Chunk   // this pool's host chunks by PA
 	handles  handleTable
 	lists    map[lifespanKey]map[*Chunk]struct{}
 	seq      uint64
@@ -184,10 +185,15 @@ type Pool struct {
 // lifespan, driver memory, accounted to core = channel index). As in the
 // driver, the sysfs counters are zeroed afterwards (their registration
 // happens after the mempool is built), so the carve-outs never show there.
-func New(f *dhal.ArchFacts) *Pool {
+func New(f *dhal.ArchFacts) *Pool { return NewOnHost(f, NewHostSpace(), nil) }
+
+// NewOnHost is New for a device (owner) of a host whose DMA address space
+// is host.
+func NewOnHost(f *dhal.ArchFacts, host *HostSpace, owner any) *Pool {
 	p := &Pool{
 		hostBase: f.HostBase,
-		host:     newGenpool(HostRangeStart, HostRangeEnd-HostRangeStart, HostRangeStart),
+		host:     host,
+		owner:    owner,
 		lists:    map[lifespanKey]map[*Chunk]struct{}{},
 		pidUse:   map[int32]*[2]uint64{},
 	}
@@ -267,11 +273,11 @@ func (p *Pool) Alloc(r AllocRequest) (*Chunk, error) {
 		if r.Align != 0 {
 			return nil, errno(syscall.EINVAL, "aligned host memory is not supported")
 		}
-		addr, ok := p.allocHost(size)
+		addr, ok := p.host.alloc(size, p.owner)
 		if !ok {
 			return nil, errno(syscall.ENOMEM, "no host memory for %#x bytes", size)
 		}
-		c.Loc, c.PA, c.from = LocHost, p.hostBase|addr, p.host
+		c.Loc, c.PA = LocHost, p.hostBase|addr
 	} else {
 		if err := p.allocDevice(c, r.Align); err != nil {
 			return nil, err
@@ -279,19 +285,6 @@ func (p *Pool) Alloc(r AllocRequest) (*Chunk, error) {
 	}
 	p.insert(c)
 	return c, nil
-}
-
-// allocHost stands in for dma_alloc_coherent, which returns memory aligned
-// to the smallest power-of-two number of pages covering the size.
-func (p *Pool) allocHost(size uint64) (uint64, bool) {
-	if size == 0 || size > p.host.availBytes() {
-		return 0, false
-	}
-	align := uint64(Granule)
-	for align < size {
-		align <<= 1
-	}
-	return p.host.allocAlign(size, align)
 }
 
 func (p *Pool) allocDevice(c *Chunk, align uint64) error {
@@ -427,7 +420,7 @@ func (p *Pool) release(c *Chunk, caller int32) {
 	}
 	p.usage.account(c, false)
 	if c.Loc == LocHost {
-		c.from.free(c.PA&^p.hostBase, c.Size)
+		p.host.free(c.PA&^p.hostBase, c.Size)
 	} else {
 		c.from.free(c.PA, c.Size)
 	}

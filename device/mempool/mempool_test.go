@@ -769,9 +769,9 @@ func TestConcurrentUse(t *testing.T) {
 				i, len(ch.chunks), ch.main.fs.count, ch.small.fs.count)
 		}
 	}
-	if p.host.fs.count != 1 || len(p.hostList) != 0 || len(p.lists) != 1 || len(p.pidUse) != 0 {
-		t.Fatalf("host pool %d extents, %d chunks, %d lists, %d pids", p.host.fs.count, len(p.hostList),
-			len(p.lists), len(p.pidUse))
+	if p.host.pool.fs.count != 1 || len(p.host.ranges) != 0 || len(p.hostList) != 0 || len(p.lists) != 1 || len(p.pidUse) != 0 {
+		t.Fatalf("host pool %d extents, %d ranges, %d chunks, %d lists, %d pids", p.host.pool.fs.count, len(p.host.ranges),
+			len(p.hostList), len(p.lists), len(p.pidUse))
 	}
 }
 
