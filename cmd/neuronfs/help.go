@@ -48,7 +48,7 @@ Lists the EC2 instance profiles that --instance takes.`,
        neuronfs trace --decode FILE
 
 Records every call on /dev/neuron* with eBPF (root), or decodes a trace.`,
-	"replay": `usage: neuronfs replay FILE [flags] [--strict]
+	"replay": `usage: neuronfs replay FILE [flags] [--strict] [--map-addresses]
 
 Re-issues a trace against emulated devices and compares the answers.`,
 	"help": `usage: neuronfs help [CMD]

@@ -21,7 +21,8 @@ Usage:
   neuronfs trace [-p PID | -- CMD [ARGS...]] [-o FILE] [--children]
                                          record every call on /dev/neuron* (eBPF; needs root)
   neuronfs trace --decode FILE           print a trace with field names and values
-  neuronfs replay FILE [flags] [--strict] re-issue a trace against emulated devices and compare
+  neuronfs replay FILE [flags] [--strict] [--map-addresses]
+                                         re-issue a trace against emulated devices and compare
   neuronfs help [CMD]                    this text, or a command's flags
   neuronfs version                       the neuronfs build and the emulated driver versions
 

@@ -31,8 +31,9 @@ func cmdReplay(args []string) int {
 		}
 	})
 	strict := fl.Bool("strict", false, "stop with a non-zero status at the first call that differs")
+	mapAddrs := fl.Bool("map-addresses", false, "translate physical addresses (chunk PAs, mmap offsets, descriptor addresses) learned from outputs, for captures made on real hardware or another host")
 	fl.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs replay FILE [--instance NAME ...] [--strict]")
+		fmt.Fprintln(os.Stderr, "usage: neuronfs replay FILE [--instance NAME ...] [--strict] [--map-addresses]")
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
@@ -83,7 +84,7 @@ func cmdReplay(args []string) int {
 		return 1
 	}
 	runArgs := append([]string{"run"}, h.args()...)
-	runArgs = append(runArgs, "--", self, replayCmd, fmt.Sprintf("--strict=%v", *strict), file)
+	runArgs = append(runArgs, "--", self, replayCmd, fmt.Sprintf("--strict=%v", *strict), fmt.Sprintf("--map-addresses=%v", *mapAddrs), file)
 	cmd := exec.Command(self, runArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -93,6 +94,7 @@ func cmdReplay(args []string) int {
 func cmdReplayInside(args []string) int {
 	fl := flag.NewFlagSet(replayCmd, flag.ContinueOnError)
 	strict := fl.Bool("strict", false, "")
+	mapAddrs := fl.Bool("map-addresses", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
 		return 2
 	}
@@ -107,7 +109,7 @@ func cmdReplayInside(args []string) int {
 		fmt.Fprintf(os.Stderr, "neuronfs replay: %s: %v\n", fl.Arg(0), err)
 		return 1
 	}
-	results, err := replay.Run(t, replay.Options{Strict: *strict})
+	results, err := replay.Run(t, replay.Options{Strict: *strict, MapAddresses: *mapAddrs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
 		return 1

@@ -39,6 +39,9 @@ type Result struct {
 type Options struct {
 	// Strict stops at the first call that differs.
 	Strict bool
+	// MapAddresses translates physical addresses (see addrMap) instead of
+	// requiring the recorded ones, for captures made elsewhere.
+	MapAddresses bool
 }
 
 type fdKey struct{ tgid, fd int }
@@ -48,17 +51,19 @@ type mapKey struct {
 }
 
 type state struct {
-	tab     *ioctl.Table
-	fds     map[fdKey]int
-	handles map[uint64]uint64
-	maps    map[mapKey]uint64
-	tgids   map[int]bool // processes of the trace: their pid reads as ours
-	mem     arena
+	tab      *ioctl.Table
+	fds      map[fdKey]int
+	handles  map[uint64]uint64
+	maps     map[mapKey]uint64
+	addrs    addrMap
+	mapAddrs bool
+	tgids    map[int]bool // processes of the trace: their pid reads as ours
+	mem      arena
 }
 
 // Run replays every record in order, in this process.
 func Run(t *trace.Trace, o Options) ([]Result, error) {
-	s := &state{tab: t.Table(), fds: map[fdKey]int{}, handles: map[uint64]uint64{}, maps: map[mapKey]uint64{}, tgids: map[int]bool{}}
+	s := &state{tab: t.Table(), fds: map[fdKey]int{}, handles: map[uint64]uint64{}, maps: map[mapKey]uint64{}, tgids: map[int]bool{}, mapAddrs: o.MapAddresses}
 	defer s.mem.free()
 	for _, r := range t.Records {
 		s.tgids[r.TGID] = true
@@ -160,8 +165,16 @@ func (s *state) mmap(r *trace.Record) Result {
 	if !ok {
 		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
 	}
-	// The recorded address is this process's to choose again.
-	addr, e := sysMmap(r.Len, r.Prot, r.MFlags&^unix.MAP_FIXED&^unix.MAP_FIXED_NOREPLACE, fd, r.Offset)
+	// The recorded address is this process's to choose again; the offset
+	// is a physical address, translated like the others.
+	offset := r.Offset
+	if s.mapAddrs {
+		offset = s.addrs.translate(r.Offset)
+	}
+	if offset != r.Offset {
+		res.NotCompared = append(res.NotCompared, fmt.Sprintf("offset (recorded %#x is %#x here)", r.Offset, offset))
+	}
+	addr, e := sysMmap(r.Len, r.Prot, r.MFlags&^unix.MAP_FIXED&^unix.MAP_FIXED_NOREPLACE, fd, offset)
 	result(&res, r, 0, e)
 	if e == 0 {
 		s.maps[mapKey{r.TGID, r.Addr}] = addr
