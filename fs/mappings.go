@@ -43,7 +43,7 @@ func (f *FS) parseMapsLine(line []byte) (device.UserMapping, bool) {
 	maj, err1 := strconv.ParseUint(string(major), 16, 32)
 	mnr, err2 := strconv.ParseUint(string(minor), 16, 32)
 	ino, err3 := strconv.ParseUint(string(fields[4]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || uint32(maj) != f.devMajor || uint32(mnr) != f.devMinor {
+	if err1 != nil || err2 != nil || err3 != nil || maj<<32|mnr != f.mountDev.Load() {
 		return device.UserMapping{}, false
 	}
 	dev, ok := f.devIno[ino]

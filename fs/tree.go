@@ -51,10 +51,11 @@ type FS struct {
 	noPassthrough bool // see Options.withoutPassthrough
 
 	// devIno maps the device nodes' inode numbers to device indexes, and
-	// devMajor:devMinor is the mount's device, to recognise the nodes'
-	// mappings in /proc/<pid>/maps.
-	devIno             map[uint64]int
-	devMajor, devMinor uint32
+	// mountDev is the mount's device (major<<32 | minor, known once
+	// mounted, while requests are already served), to recognise the
+	// nodes' mappings in /proc/<pid>/maps.
+	devIno   map[uint64]int
+	mountDev atomic.Uint64
 }
 
 // Options tune the mount.
@@ -115,7 +116,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	var st unix.Stat_t
 	if unix.Fstat(f.rootFd, &st) == nil {
 		f.connDev = KernelDev(uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev)))
-		f.devMajor, f.devMinor = unix.Major(st.Dev), unix.Minor(st.Dev)
+		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
 	}
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
