@@ -175,18 +175,35 @@ func readHWCounters(r *Request) Result {
 	return copyOutBytes(r, v.Data, vals)
 }
 
+// POWER_PROFILE's ctrl values: set (POWER_PROFILE), get
+// (GET_PERFORMANCE_PROFILE, driver 2.27).
+const (
+	powerProfileSet = 0
+	powerProfileGet = 1
+)
+
+// readPowerProfile reads the struct both profile commands take and checks
+// it as they do: sz first (ENXIO), then ctrl (ENOTSUPP).
+func readPowerProfile(r *Request, ctrl uint16) (ioctl.PowerProfile, Result) {
+	var v ioctl.PowerProfile
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return v, n
+	}
+	if v.Sz != powerProfileSize {
+		return v, Errno(syscall.ENXIO)
+	}
+	if v.Ctrl != ctrl {
+		return v, Errno(ioctl.ENOTSUPP)
+	}
+	return v, 0
+}
+
 // powerProfile sets the chip's power profile through the firmware's
 // register protocol (V3/V4); V2 has none and answers 0.
 func powerProfile(r *Request) Result {
-	var v ioctl.PowerProfile
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	if v.Sz != powerProfileSize {
-		return Errno(syscall.ENXIO)
-	}
-	if v.Ctrl != 0 {
-		return Errno(ioctl.ENOTSUPP)
+	v, res := readPowerProfile(r, powerProfileSet)
+	if res != 0 {
+		return res
 	}
 	d := r.Dev()
 	if d.sys.Arch.Arch == dhal.V2 {

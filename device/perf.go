@@ -1,8 +1,6 @@
 package device
 
 import (
-	"syscall"
-
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/mmio"
@@ -29,15 +27,9 @@ func throttlingNotifications(r *Request) Result {
 // getPerformanceProfile serves GET_PERFORMANCE_PROFILE: the firmware's
 // current profile (always 0 on V2, which has none).
 func getPerformanceProfile(r *Request) Result {
-	var v ioctl.PowerProfile
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
-	if v.Sz != powerProfileSize {
-		return Errno(syscall.ENXIO)
-	}
-	if v.Ctrl != 1 {
-		return Errno(ioctl.ENOTSUPP)
+	v, res := readPowerProfile(r, powerProfileGet)
+	if res != 0 {
+		return res
 	}
 	d := r.Dev()
 	v.Profile = 0
