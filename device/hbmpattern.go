@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -14,35 +15,42 @@ import (
 // channel is emptied at scrub time and each 64 KiB block gets the pattern
 // when something first reaches it: an allocation (before any mapping can
 // see it), a copy, or a DMA engine. Memory costs only what is used.
+//
+// Accesses outside scrubbed channels cost one atomic load; accesses to a
+// scrubbed channel take that channel's lock, held while blocks are
+// written, so a second access to a block waits until it holds the pattern.
 type hbmPattern struct {
-	fd     int // the device's physical memory
-	active atomic.Bool
-	mu     sync.Mutex
-	chans  map[int]*patternChannel
+	fd    int // the device's physical memory
+	mu    sync.Mutex
+	chans atomic.Pointer[[]*patternChannel] // channels with pending blocks; replaced, never changed
 }
 
 const patternBlock = 64 << 10
 
 type patternChannel struct {
+	ch         int
 	base, size uint64 // the scrubbed range
 	block      []byte // one block of the pattern
-	pending    []uint64
-	left       int // blocks still pending
+
+	mu      sync.Mutex
+	pending []uint64
+	left    int // blocks still pending
 }
 
-func newHBMPattern(fd int) *hbmPattern {
-	return &hbmPattern{fd: fd, chans: map[int]*patternChannel{}}
-}
+func newHBMPattern(fd int) *hbmPattern { return &hbmPattern{fd: fd} }
 
 // scrub records that channel ch's range [base, base+size) now holds
-// value everywhere (size a multiple of the block); value 0 forgets it.
+// value everywhere; value 0 forgets it.
 func (p *hbmPattern) scrub(ch int, base, size uint64, value uint32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.chans, ch)
+	var next []*patternChannel
+	if cur := p.chans.Load(); cur != nil {
+		next = slices.DeleteFunc(slices.Clone(*cur), func(c *patternChannel) bool { return c.ch == ch })
+	}
 	if value != 0 {
 		blocks := int((size + patternBlock - 1) / patternBlock)
-		c := &patternChannel{base: base, size: size, block: make([]byte, patternBlock),
+		c := &patternChannel{ch: ch, base: base, size: size, block: make([]byte, patternBlock),
 			pending: make([]uint64, (blocks+63)/64), left: blocks}
 		for i := 0; i < patternBlock; i += 4 {
 			binary.LittleEndian.PutUint32(c.block[i:], value)
@@ -50,37 +58,60 @@ func (p *hbmPattern) scrub(ch int, base, size uint64, value uint32) {
 		for i := range blocks {
 			c.pending[i/64] |= 1 << (i % 64)
 		}
-		p.chans[ch] = c
+		next = append(next, c)
 	}
-	p.active.Store(len(p.chans) > 0)
+	p.publishLocked(next)
+}
+
+func (p *hbmPattern) publishLocked(next []*patternChannel) {
+	if len(next) == 0 {
+		p.chans.Store(nil)
+		return
+	}
+	p.chans.Store(&next)
 }
 
 // fill writes the pattern into every still-pending block that
 // [pa, pa+n) touches, so that the access about to happen finds it.
 func (p *hbmPattern) fill(pa, n uint64) {
-	if !p.active.Load() || n == 0 {
+	cur := p.chans.Load()
+	if cur == nil || n == 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for ch, c := range p.chans {
+	for _, c := range *cur {
 		lo, hi := max(pa, c.base), min(pa+n, c.base+c.size)
-		if lo >= hi {
-			continue
-		}
-		for b := (lo - c.base) / patternBlock; b <= (hi-1-c.base)/patternBlock; b++ {
-			if c.pending[b/64]&(1<<(b%64)) == 0 {
-				continue
-			}
-			off := c.base + b*patternBlock
-			// A failed write leaves zeros, as an unscrubbed page would.
-			unix.Pwrite(p.fd, c.block[:min(patternBlock, c.base+c.size-off)], int64(off))
-			c.pending[b/64] &^= 1 << (b % 64)
-			c.left--
-		}
-		if c.left == 0 {
-			delete(p.chans, ch)
+		if lo < hi && c.fill(p.fd, lo, hi) {
+			p.retire(c)
 		}
 	}
-	p.active.Store(len(p.chans) > 0)
+}
+
+// fill writes the pending blocks of [lo, hi) and reports whether the
+// channel has none left.
+func (c *patternChannel) fill(fd int, lo, hi uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left == 0 {
+		return false
+	}
+	for b := (lo - c.base) / patternBlock; b <= (hi-1-c.base)/patternBlock; b++ {
+		if c.pending[b/64]&(1<<(b%64)) == 0 {
+			continue
+		}
+		off := c.base + b*patternBlock
+		// A failed write leaves zeros, as an unscrubbed page would.
+		unix.Pwrite(fd, c.block[:min(patternBlock, c.base+c.size-off)], int64(off))
+		c.pending[b/64] &^= 1 << (b % 64)
+		c.left--
+	}
+	return c.left == 0
+}
+
+// retire drops a channel whose every block holds the pattern.
+func (p *hbmPattern) retire(c *patternChannel) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := p.chans.Load(); cur != nil {
+		p.publishLocked(slices.DeleteFunc(slices.Clone(*cur), func(x *patternChannel) bool { return x == c }))
+	}
 }

@@ -41,11 +41,18 @@ func TestHBMPatternFillsOncePerBlock(t *testing.T) {
 	if got := read(base+size, 4); !bytes.Equal(got, make([]byte, 4)) {
 		t.Fatalf("past the range: % x", got)
 	}
-	if !p.active.Load() {
+	if p.chans.Load() == nil {
 		t.Fatal("inactive with block 3 pending")
 	}
 	p.fill(base+3*patternBlock, 1)
-	if p.active.Load() {
+	if p.chans.Load() != nil {
 		t.Fatal("still active with every block filled")
+	}
+	// A second channel's scrub and a zero scrub of the first.
+	p.scrub(0, base, size, 7)
+	p.scrub(1, base+size, patternBlock, 9)
+	p.scrub(0, base, size, 0)
+	if cur := p.chans.Load(); cur == nil || len(*cur) != 1 || (*cur)[0].ch != 1 {
+		t.Fatal("a zero scrub of channel 0 did not leave channel 1 alone")
 	}
 }

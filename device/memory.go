@@ -287,18 +287,31 @@ func dumpMemChunks(r *Request) Result {
 // scratchpad may run past the chunk, up to the end of its main pool). The
 // mapping stays valid until done is called.
 func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done func(), err error) {
-	span := c.Size
-	if c.IsScratchpad() {
-		span = c.MainPoolEnd() - c.PA
-	}
-	d.pattern.fill(c.PA, span)
+	d.pattern.fill(c.PA, chunkSpan(c))
 	d.phys.inUse.RLock()
-	v, err := d.phys.view(c.PA, span)
+	v, err := d.chunkViewLocked(c, off, n)
 	if err != nil {
 		d.phys.inUse.RUnlock()
 		return nil, nil, err
 	}
-	return v[off : off+n], d.phys.inUse.RUnlock, nil
+	return v, d.phys.inUse.RUnlock, nil
+}
+
+// chunkSpan is how far a chunk's memory reaches.
+func chunkSpan(c *mempool.Chunk) uint64 {
+	if c.IsScratchpad() {
+		return c.MainPoolEnd() - c.PA
+	}
+	return c.Size
+}
+
+// chunkViewLocked is chunkView for a caller that holds inUse for reading.
+func (d *Device) chunkViewLocked(c *mempool.Chunk, off, n uint64) ([]byte, error) {
+	v, err := d.phys.view(c.PA, chunkSpan(c))
+	if err != nil {
+		return nil, err
+	}
+	return v[off : off+n], nil
 }
 
 // dmaPiece is the size of one bounce-buffer DMA of the driver's
@@ -384,17 +397,22 @@ func memCopy(r *Request) Result {
 }
 
 // copyChunks copies between two chunks' memory (a DMA on the device).
+// Both views are made under one read hold of inUse: a second RLock queues
+// behind a waiting writer (a free's discard, a scrub) that waits for the
+// first, and all three would hang.
 func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk, srcOff, size uint64) Result {
-	from, done1, err := d.chunkView(sc, srcOff, size)
+	d.pattern.fill(sc.PA, chunkSpan(sc))
+	d.pattern.fill(dc.PA, chunkSpan(dc))
+	d.phys.inUse.RLock()
+	defer d.phys.inUse.RUnlock()
+	from, err := d.chunkViewLocked(sc, srcOff, size)
 	if err != nil {
 		return Errno(syscall.ENOMEM)
 	}
-	defer done1()
-	to, done2, err := d.chunkView(dc, dstOff, size)
+	to, err := d.chunkViewLocked(dc, dstOff, size)
 	if err != nil {
 		return Errno(syscall.ENOMEM)
 	}
-	defer done2()
 	copy(to, from)
 	return 0
 }

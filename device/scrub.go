@@ -38,9 +38,15 @@ func hbmScrubStart(r *Request) Result {
 	unix.Fallocate(d.phys.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(start), int64(size))
 	d.pattern.scrub(ch, start, size, v.InitVal)
 	d.phys.inUse.Unlock()
+	// A chunk freed meanwhile must not get its memory back: frees punch
+	// their memory under inUse's write lock, after the pool forgot them.
+	d.phys.inUse.RLock()
 	for _, c := range d.pool.DeviceChunks(ch) {
-		d.pattern.fill(c.PA, c.Size)
+		if live, ok := d.pool.Containing(c.PA); ok && live == c {
+			d.pattern.fill(c.PA, c.Size)
+		}
 	}
+	d.phys.inUse.RUnlock()
 	d.mu.Lock()
 	d.scrubbing[v.HBMIndex] = true
 	d.mu.Unlock()
