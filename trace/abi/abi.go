@@ -46,11 +46,13 @@ var scalarSizes = map[string]int{"__u8": 1, "__s8": 1, "char": 1, "__u16": 2, "_
 // Lookup returns the layout of a struct tag (with or without a _t typedef
 // suffix) or of a scalar type, seen as a struct with one member "value".
 func Lookup(name string) (Struct, bool) {
-	if s, ok := structs[name]; ok {
-		return s, true
-	}
-	if s, ok := structs[strings.TrimSuffix(name, "_t")]; ok {
-		return s, true
+	for _, tab := range []map[string]Struct{structs, structs2_27} {
+		if s, ok := tab[name]; ok {
+			return s, true
+		}
+		if s, ok := tab[strings.TrimSuffix(name, "_t")]; ok {
+			return s, true
+		}
 	}
 	if n, ok := scalarSizes[name]; ok {
 		return Struct{Name: name, Size: n, Fields: []Field{{Name: "value", Size: n, CType: name}}}, true
@@ -66,7 +68,10 @@ func ForCommand(t *ioctl.Table, cmd uint32) (c *ioctl.Command, s Struct, ok bool
 	if !ok {
 		return nil, Struct{}, false
 	}
-	arg := commandArgs[c.Name]
+	arg, found := commandArgs[c.Name]
+	if !found {
+		arg = commandArgs2_27[c.Name]
+	}
 	if arg == "" || strings.HasPrefix(arg, "?") {
 		return c, Struct{}, true
 	}

@@ -99,3 +99,22 @@ func TestArrayRules(t *testing.T) {
 		}
 	}
 }
+
+// The 2.27.4.0 commands have layouts of the same size as their Go mirrors.
+func TestLayouts2_27(t *testing.T) {
+	tab, err := ioctl.ForVersion("2.27.4.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []uint32{ioctl.CmdThrottlingNotifications, ioctl.CmdGetVAPlacement, ioctl.CmdGetPerformanceProfile,
+		ioctl.CmdAvailablePerfProfiles, ioctl.CmdGetAsyncH2TDMAComplQueues} {
+		c, s, ok := ForCommand(tab, cmd)
+		if !ok || len(s.Fields) == 0 || s.Size != c.ArgSize || s.Size != int(c.ArgType.Size()) {
+			t.Errorf("%#x: %+v (command %+v)", cmd, s, c)
+		}
+		last := s.Fields[len(s.Fields)-1]
+		if last.Offset+last.Size > s.Size {
+			t.Errorf("%s: %s runs past the struct", s.Name, last.Name)
+		}
+	}
+}

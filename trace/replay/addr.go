@@ -46,7 +46,7 @@ func (m *addrMap) translate(a uint64) uint64 {
 // learn records that [old, old+size) is at new here, replacing whatever
 // overlapped it.
 func (m *addrMap) learn(old, new, size uint64) {
-	if old == new || old == 0 || new == 0 {
+	if old == 0 || new == 0 {
 		return
 	}
 	size = max(size, 1)
@@ -57,6 +57,9 @@ func (m *addrMap) learn(old, new, size uint64) {
 		}
 	}
 	m.ranges = kept
+	if old == new {
+		return // the identity: nothing to translate
+	}
 	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].old > old })
 	m.ranges = append(m.ranges, addrRange{})
 	copy(m.ranges[i+1:], m.ranges[i:])

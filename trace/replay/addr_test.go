@@ -18,6 +18,11 @@ func TestAddrMap(t *testing.T) {
 			t.Errorf("translate %#x = %#x, want %#x", c.in, got, c.want)
 		}
 	}
+	// An address that is the same here now drops what the map said.
+	m.learn(0x2000, 0x2000, 0x1000)
+	if got := m.translate(0x2000); got != 0x2000 {
+		t.Errorf("an identity learned over a range still translates: %#x", got)
+	}
 	// A range learned over an old one replaces it.
 	m.learn(0x1800, 0x20000, 0x1000)
 	if got := m.translate(0x1000); got != 0x1000 {

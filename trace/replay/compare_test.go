@@ -74,15 +74,3 @@ func TestCompareFields(t *testing.T) {
 		t.Fatalf("diffs %v", res.Diffs)
 	}
 }
-
-func TestCompareRaw(t *testing.T) {
-	var res Result
-	compareRaw(&res, []byte{1, 2, 3}, []byte{1, 2, 3})
-	if len(res.Diffs) != 0 {
-		t.Fatalf("equal bytes: %+v", res)
-	}
-	compareRaw(&res, []byte{1, 2, 3}, []byte{1, 9, 3})
-	if len(res.Diffs) != 1 || !strings.Contains(res.Diffs[0], "recorded 010203, got 010903") {
-		t.Fatalf("different bytes: %+v", res)
-	}
-}

@@ -88,9 +88,6 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 		res.NotCompared = append(res.NotCompared, "output (not recorded)")
 		return finish(res), nil
 	}
-	if len(st.Fields) == 0 {
-		compareRaw(&res, r.After[:st.Size], buf[:st.Size])
-	}
 	for _, f := range st.Fields {
 		s.compareField(&res, r, st, f, buf)
 	}
@@ -103,14 +100,6 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 		s.compareNested(&res, n, nested[n.Field])
 	}
 	return finish(res), nil
-}
-
-// compareRaw compares an argument without a field table (a newer
-// driver's struct) byte for byte.
-func compareRaw(res *Result, want, got []byte) {
-	if !bytes.Equal(want, got) {
-		res.Diffs = append(res.Diffs, fmt.Sprintf("argument: recorded %x, got %x", want, got))
-	}
 }
 
 func recordedNested(r *trace.Record, field string) *trace.Nested {
