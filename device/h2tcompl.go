@@ -22,13 +22,20 @@ const (
 )
 
 // newAsyncComplQueue allocates and initialises one queue, or returns nil
-// for drivers before 2.27. The driver charges it to core 0.
+// for drivers before 2.27. The driver charges it to core 0. Callers hold
+// d.mu or run before the device serves requests.
 func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
 	if !d.sys.asyncCompletions {
 		return nil, nil
 	}
 	c, err := d.pool.Alloc(mempool.AllocRequest{Size: asyncComplSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
+		return nil, err
+	}
+	// The driver gives it a handle, which shifts the numbering of the
+	// handles processes get afterwards.
+	if _, err := d.pool.Handle(c); err != nil {
+		d.freeChunkLocked(c)
 		return nil, err
 	}
 	if hdr, ok := d.dma.mem.Slice(c.PA, asyncComplHeader); ok {

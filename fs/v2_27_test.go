@@ -9,6 +9,7 @@ import (
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/runtime"
 )
 
 // Driver 2.27.4.0's firmware features: the performance profile read back
@@ -127,6 +128,17 @@ func TestAsyncH2TComplQueues(t *testing.T) {
 		if alloc.CopyQueueBmap&(1<<q) != 0 && (v.ComplQueueInfo[q].MmapSize != 24592 || v.ComplQueueInfo[q].MmapOffset == info.MmapOffset) {
 			t.Errorf("copy queue %d: %+v", q, v.ComplQueueInfo[q])
 		}
+	}
+	// Each completion queue took a memory handle, as in the driver: a
+	// process's first allocation comes after the cores' default queues'
+	// and the copy queue's.
+	d, err := runtime.Host{Root: dir}.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if m := mustMem(t, d, 4096, runtime.AllocOptions{}); m.Handle != uint64(sys.Arch.CoresPerDevice)+2 {
+		t.Errorf("first handle after the completion queues: %d, want %d", m.Handle, sys.Arch.CoresPerDevice+2)
 	}
 	ask("a service queue", 1, alloc.ServiceQueueBmap, unix.EINVAL)
 	ask("a queue nobody claimed", 1, 1<<15, unix.EINVAL)

@@ -131,13 +131,19 @@ func (c *Client) Register(cmd uint8, payload []byte) ([]byte, error) {
 		c.bar.Write32(c.misc+RegResponseLo, 0)
 		c.bar.Write32(c.misc+RegAck, 1)
 		c.bar.Write32(c.misc+RegDoorbell, 1)
+		// A timed-out attempt leaves the answer of an earlier failed one:
+		// the driver's ret keeps its -1.
 		if c.bar.Read32(c.misc+RegDoorbell) != 0 {
-			err = ErrTimeout
+			if err != ErrFailed {
+				err = ErrTimeout
+			}
 			continue
 		}
 		r := c.bar.Read32(c.misc + RegRequestHi)
 		if uint8(r) != seq {
-			err = ErrTimeout
+			if err != ErrFailed {
+				err = ErrTimeout
+			}
 			continue
 		}
 		switch uint8(r >> 8) {

@@ -68,12 +68,23 @@ func init() {
 			unix.Munmap(b)
 			return "ok"
 		}
-		fmt.Printf("own=%s own-part=%s raw=%s foreign-ro=%s foreign-rw=%s\n",
+		fmt.Printf("own=%s own-part=%s raw=%s foreign-ro=%s foreign-rw=%s",
 			try(own.PA, own.Size, rw),
 			try(own.PA, 4096, rw),
 			try(own.PA+1<<30, 4096, unix.PROT_READ),
 			try(pa, size, unix.PROT_READ),
 			try(pa, size, rw))
+		// What the kernel refuses before the driver sees it keeps the
+		// kernel's errno.
+		ro, err := unix.Open("/dev/neuron0", unix.O_RDONLY, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer unix.Close(ro)
+		_, unaligned := unix.Mmap(d.Fd(), int64(own.PA+1), 4096, unix.PROT_READ, unix.MAP_SHARED)
+		_, rdonly := unix.Mmap(ro, int64(own.PA), 4096, rw, unix.MAP_SHARED)
+		fmt.Printf(" unaligned=%s rdonly-rw=%s\n", unix.ErrnoName(unaligned.(unix.Errno)), unix.ErrnoName(rdonly.(unix.Errno)))
 		return 0
 	}
 }
@@ -89,9 +100,9 @@ func TestRunChecksMmap(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=ok"},
-		{[]string{"--strict"}, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=EACCES"},
-		{[]string{"--uid=65534", "--gid=65534"}, "own=ok own-part=EPERM raw=EPERM foreign-ro=ok foreign-rw=ok"},
+		{nil, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=ok unaligned=EINVAL rdonly-rw=EACCES"},
+		{[]string{"--strict"}, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=EACCES unaligned=EINVAL rdonly-rw=EACCES"},
+		{[]string{"--uid=65534", "--gid=65534"}, "own=ok own-part=EPERM raw=EPERM foreign-ro=ok foreign-rw=ok unaligned=EINVAL rdonly-rw=EACCES"},
 	} {
 		args := append(append([]string{"run"}, c.args...), "--", bin, "__client", "mmap")
 		out, err := neuronfs(t, args...).Output()

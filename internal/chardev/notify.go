@@ -3,6 +3,8 @@ package chardev
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -167,7 +169,7 @@ func (s *Supervisor) handle(n *seccompNotif) {
 	case unix.SYS_STATX:
 		s.handleEmptyPathStat(n, int32(a[0]), a[1], a[4], true, uint32(a[3]))
 	case unix.SYS_MMAP:
-		s.handleMmap(n, int32(a[4]), a[5], a[1], int(a[2]))
+		s.handleMmap(n, int32(a[4]), a[5], a[1], int(a[2]), int(a[3]))
 	default:
 		s.pass(n.ID)
 	}
@@ -252,10 +254,11 @@ func (s *Supervisor) ourFD(pid uint32, fd int32) (int, bool) {
 }
 
 // handleMmap fails an mmap of a device fd that the driver would fail;
-// every other mmap goes ahead untouched.
-func (s *Supervisor) handleMmap(n *seccompNotif, fd int32, off, length uint64, prot int) {
+// every other mmap goes ahead untouched, and so does one the kernel
+// refuses before the driver sees it (its errno comes first).
+func (s *Supervisor) handleMmap(n *seccompNotif, fd int32, off, length uint64, prot, flags int) {
 	minor, ok := s.ourFD(n.Pid, fd)
-	if !ok || s.mmap == nil {
+	if !ok || s.mmap == nil || length == 0 || off%pageSize != 0 || s.kernelRefuses(n.Pid, fd, prot, flags) {
 		s.pass(n.ID)
 		return
 	}
@@ -269,6 +272,31 @@ func (s *Supervisor) handleMmap(n *seccompNotif, fd int32, off, length uint64, p
 }
 
 const pageSize = 4096
+
+// kernelRefuses reports whether the kernel fails the mmap on the fd's
+// access mode alone (EACCES): every mapping needs read access, a shared
+// writable one write access.
+func (s *Supervisor) kernelRefuses(pid uint32, fd int32, prot, flags int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd))
+	if err != nil {
+		return false
+	}
+	i := bytes.Index(b, []byte("flags:"))
+	if i < 0 {
+		return false
+	}
+	line := b[i+len("flags:"):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	fl, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 8, 64)
+	if err != nil {
+		return false
+	}
+	acc := int(fl) & unix.O_ACCMODE
+	shared := flags&unix.MAP_TYPE == unix.MAP_SHARED || flags&unix.MAP_TYPE == unix.MAP_SHARED_VALIDATE
+	return acc == unix.O_WRONLY || (shared && prot&unix.PROT_WRITE != 0 && acc == unix.O_RDONLY)
+}
 
 func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, dirfd int32, pathPtr, buf uint64, isStatx bool, mask uint32) {
 	path, err := readString(n.Pid, pathPtr)
