@@ -13,15 +13,15 @@ import (
 // offset.
 
 func (d *Device) barBase() (uint64, error) {
-	if d.bar0 != 0 {
-		return d.bar0, nil
+	if b := d.bar0.Load(); b != 0 {
+		return b, nil
 	}
 	info, err := d.Info()
 	if err != nil {
 		return 0, err
 	}
-	d.bar0 = info.BARAddress[0]
-	return d.bar0, nil
+	d.bar0.Store(info.BARAddress[0])
+	return info.BARAddress[0], nil
 }
 
 // ReadRegisters reads BAR0 registers (at most 100 per call).
@@ -70,15 +70,16 @@ func (d *Device) WriteRegister(off uint64, val uint32) error {
 
 // facts returns the architecture facts of the device, asking it once.
 func (d *Device) facts() (*dhal.ArchFacts, error) {
-	if d.arch != nil {
-		return d.arch, nil
+	if f := d.arch.Load(); f != nil {
+		return f, nil
 	}
 	bi, err := d.BasicInfo()
 	if err != nil {
 		return nil, err
 	}
-	if d.arch == nil {
+	f := d.arch.Load()
+	if f == nil {
 		return nil, fmt.Errorf("neuron%d: unknown architecture %d", d.Index, bi.Architecture)
 	}
-	return d.arch, nil
+	return f, nil
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,8 +15,9 @@ import (
 type Device struct {
 	Index int
 	fd    int
-	bar0  uint64          // DEVICE_INFO's bar_address[0], once read
-	arch  *dhal.ArchFacts // from DEVICE_BASIC_INFO, once read
+	// Read once and kept; a Device may be shared between goroutines.
+	bar0 atomic.Uint64                  // DEVICE_INFO's bar_address[0]
+	arch atomic.Pointer[dhal.ArchFacts] // from DEVICE_BASIC_INFO
 }
 
 // Open opens /dev/neuronN read-write.
@@ -72,7 +74,7 @@ func (d *Device) BasicInfo() (ioctl.DeviceBasicInfo, error) {
 		return v, err
 	}
 	if f, err := dhal.Facts(dhal.Arch(v.Architecture)); err == nil {
-		d.arch = f
+		d.arch.Store(f)
 	}
 	return v, nil
 }
