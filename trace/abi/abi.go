@@ -29,8 +29,14 @@ type Field struct {
 func (f Field) Pointer() bool { return strings.HasSuffix(strings.TrimSpace(f.CType), "*") }
 
 // Handle says whether the member holds a memory handle the driver handed
-// out (by value, not through a pointer).
-func (f Field) Handle() bool { return !f.Pointer() && strings.HasSuffix(f.Name, "mem_handle") }
+// out (by value, not through a pointer): a *mem_handle, or a DMA ring's.
+func (f Field) Handle() bool {
+	return !f.Pointer() && (strings.HasSuffix(f.Name, "mem_handle") || ringHandles[f.Name])
+}
+
+// ringHandles are DMA_QUEUE_INIT's members that hold the rings' memory
+// handles.
+var ringHandles = map[string]bool{"tx_handle": true, "rx_handle": true, "rxc_handle": true}
 
 // Struct is the layout of one argument type.
 type Struct struct {

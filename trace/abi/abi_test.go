@@ -118,3 +118,15 @@ func TestLayouts2_27(t *testing.T) {
 		}
 	}
 }
+
+// DMA ring handles are memory handles; the async-copy wait handles are not.
+func TestHandleMembers(t *testing.T) {
+	for name, want := range map[string]bool{"mem_handle": true, "src_mem_handle": true, "tx_handle": true, "rx_handle": true, "rxc_handle": true, "wait_handle": false, "pwait_handle": false} {
+		if got := (Field{Name: name, CType: "__u64"}).Handle(); got != want {
+			t.Errorf("%s: Handle() = %v", name, got)
+		}
+	}
+	if (Field{Name: "mem_handle", CType: "__u64 *"}).Handle() {
+		t.Error("a pointer to a handle is not a handle")
+	}
+}
