@@ -82,11 +82,21 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			}
 		}
 	}
+	if r.Name == batchCommand {
+		s.mapBatchHandles(st, buf)
+	}
 	ret, e := sysIoctl(fd, r.Cmd, addr)
 	result(&res, r, ret, e)
 	if len(r.After) < st.Size {
 		res.NotCompared = append(res.NotCompared, "output (not recorded)")
 		return finish(res), nil
+	}
+	if r.Name == batchCommand {
+		// The entries were passed mapped; compare them as mapped.
+		mapped := *r
+		mapped.After = append([]byte(nil), r.After...)
+		s.mapBatchHandles(st, mapped.After)
+		r = &mapped
 	}
 	for _, f := range st.Fields {
 		s.compareField(&res, r, st, f, buf)
