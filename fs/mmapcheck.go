@@ -1,15 +1,14 @@
 package fs
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
 // CheckMmap answers, for the seccomp supervisor of `run`, whether the
@@ -30,18 +29,10 @@ func (f *FS) CheckMmap(i int, tid int32, off, length uint64, prot int) syscall.E
 
 // hasCap reports whether task tid has capability c in its effective set.
 func hasCap(tid int32, c int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	v, err := procfs.Field(fmt.Sprintf("/proc/%d/status", tid), "CapEff")
 	if err != nil {
 		return false
 	}
-	i := bytes.Index(b, []byte("\nCapEff:"))
-	if i < 0 {
-		return false
-	}
-	line := b[i+len("\nCapEff:"):]
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	v, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 16, 64)
-	return err == nil && v&(1<<uint(c)) != 0
+	caps, err := strconv.ParseUint(v, 16, 64)
+	return err == nil && caps&(1<<uint(c)) != 0
 }

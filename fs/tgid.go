@@ -1,13 +1,13 @@
 package fs
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
 // tgidCache maps the thread id FUSE reports to the thread-group id the
@@ -94,18 +94,10 @@ func alive(pidfd int) bool {
 }
 
 func readTgid(tid int32) (int32, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	v, err := procfs.Field(fmt.Sprintf("/proc/%d/status", tid), "Tgid")
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.Index(b, []byte("\nTgid:"))
-	if i < 0 {
-		return 0, fmt.Errorf("no Tgid in /proc/%d/status", tid)
-	}
-	line := b[i+len("\nTgid:"):]
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	v, err := strconv.Atoi(string(bytes.TrimSpace(line)))
-	return int32(v), err
+	n, err := strconv.Atoi(v)
+	return int32(n), err
 }

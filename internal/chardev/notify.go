@@ -3,13 +3,14 @@ package chardev
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"unsafe"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
 // Kernel structs of the seccomp user-notification API.
@@ -277,19 +278,11 @@ const pageSize = 4096
 // access mode alone (EACCES): every mapping needs read access, a shared
 // writable one write access.
 func (s *Supervisor) kernelRefuses(pid uint32, fd int32, prot, flags int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd))
+	v, err := procfs.Field(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd), "flags")
 	if err != nil {
 		return false
 	}
-	i := bytes.Index(b, []byte("flags:"))
-	if i < 0 {
-		return false
-	}
-	line := b[i+len("flags:"):]
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	fl, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 8, 64)
+	fl, err := strconv.ParseUint(v, 8, 64)
 	if err != nil {
 		return false
 	}
