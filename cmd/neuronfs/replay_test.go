@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -187,5 +188,62 @@ func TestReplayMapsAddresses(t *testing.T) {
 	}
 	if !strings.Contains(table, "new address: recorded") {
 		t.Errorf("no address was translated:\n%s", table)
+	}
+}
+
+// A capture from a host whose BARs sit elsewhere: the sample with
+// DEVICE_INFO's bar_address[0] and every BAR_WRITE address moved by the
+// same amount. Exactly, the BAR writes miss BAR0; with --map-addresses
+// the BAR DEVICE_INFO reports is learned and the addresses follow it.
+func TestReplayMapsBARs(t *testing.T) {
+	const delta = 0x10000000000
+	tr := readTrace(t, sampleTraces[0])
+	moved := *tr
+	moved.Records = append([]trace.Record(nil), tr.Records...)
+	shift := func(b trace.Bytes, off int) trace.Bytes {
+		b = append(trace.Bytes(nil), b...)
+		for i := off; i+8 <= len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:])+delta)
+			if off != 0 {
+				break // DEVICE_INFO: only bar_address[0]
+			}
+		}
+		return b
+	}
+	var infos, writes int
+	for i := range moved.Records {
+		r := &moved.Records[i]
+		switch r.Name {
+		case "NEURON_IOCTL_DEVICE_INFO":
+			_, st, _ := abi.ForCommand(tr.Table(), r.Cmd)
+			for _, f := range st.Fields {
+				if f.Name == "bar_address" {
+					r.After = shift(r.After, f.Offset)
+				}
+			}
+			infos++
+		case "NEURON_IOCTL_BAR_WRITE":
+			r.Nested = append([]trace.Nested(nil), r.Nested...)
+			for j := range r.Nested {
+				if n := &r.Nested[j]; n.Field == "address" {
+					n.Before, n.After = shift(n.Before, 0), shift(n.After, 0)
+				}
+			}
+			writes++
+		}
+	}
+	if infos == 0 || writes == 0 {
+		t.Fatalf("the sample has %d DEVICE_INFO and %d BAR_WRITE calls", infos, writes)
+	}
+	path := filepath.Join(t.TempDir(), "moved.jsonl")
+	writeTrace(t, path, &moved)
+
+	table, _, status := replayTable(t, path)
+	if status == 0 || !strings.Contains(table, "BAR_WRITE               differ") {
+		t.Fatalf("exact replay of moved BARs should differ (status %d):\n%s", status, table)
+	}
+	table, stderr, status := replayTable(t, path, "--map-addresses")
+	if status != 0 || !strings.Contains(table, "bar_address[0] (recorded") {
+		t.Fatalf("replay --map-addresses: status %d\n%s%s", status, table, stderr)
 	}
 }

@@ -67,6 +67,9 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 				if strings.HasPrefix(r.Name, "NEURON_IOCTL_DMA_COPY_DESCRIPTORS") && f.Name == "buffer" {
 					s.translateDescriptors(nb)
 				}
+				if isBARArray(r.Name, f.Name) {
+					s.translateBARs(nb)
+				}
 			}
 			nested[f.Name] = nb
 			abi.PutUint(buf, f, naddr)
@@ -107,6 +110,10 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			n.After = append([]byte(nil), n.After...)
 			s.translateDescriptors(n.After)
 		}
+		if isBARArray(r.Name, n.Field) && n.After != nil {
+			n.After = append([]byte(nil), n.After...)
+			s.translateBARs(n.After)
+		}
 		s.compareNested(&res, n, nested[n.Field])
 	}
 	return finish(res), nil
@@ -141,6 +148,9 @@ func (s *state) compareField(res *Result, r *trace.Record, st abi.Struct, f abi.
 		return
 	case isAddress(f.Name):
 		s.compareAddress(res, f.Name, oldBefore, oldAfter, newAfter, sizeOf(st, r.After))
+		return
+	case s.mapAddrs && isDeviceInfoBARs(r.Name, f):
+		s.learnBARs(res, st, r.After, got)
 		return
 	case isPID(r, f) && s.tgids[int(oldAfter)]:
 		if newAfter != ourPID() {

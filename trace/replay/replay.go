@@ -56,6 +56,7 @@ type state struct {
 	handles  map[uint64]uint64
 	maps     map[mapKey]uint64
 	addrs    addrMap
+	bars     addrMap // BAR addresses, a space of their own
 	mapAddrs bool
 	tgids    map[int]bool // processes of the trace: their pid reads as ours
 	mem      arena
