@@ -84,7 +84,22 @@ func init() {
 		defer unix.Close(ro)
 		_, unaligned := unix.Mmap(d.Fd(), int64(own.PA+1), 4096, unix.PROT_READ, unix.MAP_SHARED)
 		_, rdonly := unix.Mmap(ro, int64(own.PA), 4096, rw, unix.MAP_SHARED)
-		fmt.Printf(" unaligned=%s rdonly-rw=%s\n", unix.ErrnoName(unaligned.(unix.Errno)), unix.ErrnoName(rdonly.(unix.Errno)))
+		fmt.Printf(" unaligned=%s rdonly-rw=%s", unix.ErrnoName(unaligned.(unix.Errno)), unix.ErrnoName(rdonly.(unix.Errno)))
+		// Device mappings cannot grow (the driver's are VM_DONTEXPAND);
+		// they can shrink.
+		m, err := unix.Mmap(d.Fd(), int64(own.PA), int(own.Size), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		grow, shrink := "ok", "ok"
+		if _, err := unix.Mremap(m, 2*int(own.Size), unix.MREMAP_MAYMOVE); err != nil {
+			grow = unix.ErrnoName(err.(unix.Errno))
+		}
+		if _, err := unix.Mremap(m, int(own.Size)/2, 0); err != nil {
+			shrink = unix.ErrnoName(err.(unix.Errno))
+		}
+		fmt.Printf(" grow=%s shrink=%s\n", grow, shrink)
 		return 0
 	}
 }
@@ -100,9 +115,9 @@ func TestRunChecksMmap(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=ok unaligned=EINVAL rdonly-rw=EACCES"},
-		{[]string{"--strict"}, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=EACCES unaligned=EINVAL rdonly-rw=EACCES"},
-		{[]string{"--uid=65534", "--gid=65534"}, "own=ok own-part=EPERM raw=EPERM foreign-ro=ok foreign-rw=ok unaligned=EINVAL rdonly-rw=EACCES"},
+		{nil, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=ok unaligned=EINVAL rdonly-rw=EACCES grow=EFAULT shrink=ok"},
+		{[]string{"--strict"}, "own=ok own-part=ok raw=ok foreign-ro=ok foreign-rw=EACCES unaligned=EINVAL rdonly-rw=EACCES grow=EFAULT shrink=ok"},
+		{[]string{"--uid=65534", "--gid=65534"}, "own=ok own-part=EPERM raw=EPERM foreign-ro=ok foreign-rw=ok unaligned=EINVAL rdonly-rw=EACCES grow=EFAULT shrink=ok"},
 	} {
 		args := append(append([]string{"run"}, c.args...), "--", bin, "__client", "mmap")
 		out, err := neuronfs(t, args...).Output()

@@ -38,8 +38,9 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 func argLow(i int) unix.SockFilter { return stmt(bpfLdW, uint32(offArgs+8*i)) }
 
 // filter sends opens, fstat, the empty-path forms of newfstatat and
-// statx, and mmaps of a file to the listener, and allows everything else.
-// Classic BPF only jumps forward, so each test has its own returns.
+// statx, mmaps of a file and mremaps to the listener, and allows
+// everything else. Classic BPF only jumps forward, so each test has its
+// own returns.
 func filter() []unix.SockFilter {
 	const (
 		allow  = unix.SECCOMP_RET_ALLOW
@@ -50,28 +51,29 @@ func filter() []unix.SockFilter {
 		/* 1 */ jump(bpfJeq, auditArchX8664, 1, 0),
 		/* 2 */ stmt(bpfRet, allow),
 		/* 3 */ stmt(bpfLdW, offNr),
-		/* 4 */ jump(bpfJeq, unix.SYS_OPEN, 9, 0),
-		/* 5 */ jump(bpfJeq, unix.SYS_OPENAT, 8, 0),
-		/* 6 */ jump(bpfJeq, unix.SYS_OPENAT2, 7, 0),
-		/* 7 */ jump(bpfJeq, unix.SYS_FSTAT, 6, 0),
-		/* 8 */ jump(bpfJeq, unix.SYS_NEWFSTATAT, 7, 0),
-		/* 9 */ jump(bpfJeq, unix.SYS_STATX, 2, 0),
-		/* 10 */ jump(bpfJeq, unix.SYS_MMAP, 9, 0),
-		/* 11 */ stmt(bpfRet, allow),
-		/* 12 statx */ argLow(2),
-		/* 13 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
-		/* 14 */ stmt(bpfRet, notify),
-		/* 15 */ stmt(bpfRet, allow),
-		/* 16 newfstatat */ argLow(3),
-		/* 17 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
-		/* 18 */ stmt(bpfRet, notify),
-		/* 19 */ stmt(bpfRet, allow),
-		/* 20 mmap */ argLow(3),
-		/* 21 */ jump(bpfJset, unix.MAP_ANONYMOUS, 3, 0),
-		/* 22 */ argLow(4),
-		/* 23 */ jump(bpfJeq, 0xffffffff, 1, 0),
-		/* 24 */ stmt(bpfRet, notify),
-		/* 25 */ stmt(bpfRet, allow),
+		/* 4 */ jump(bpfJeq, unix.SYS_OPEN, 10, 0),
+		/* 5 */ jump(bpfJeq, unix.SYS_OPENAT, 9, 0),
+		/* 6 */ jump(bpfJeq, unix.SYS_OPENAT2, 8, 0),
+		/* 7 */ jump(bpfJeq, unix.SYS_FSTAT, 7, 0),
+		/* 8 */ jump(bpfJeq, unix.SYS_NEWFSTATAT, 8, 0),
+		/* 9 */ jump(bpfJeq, unix.SYS_STATX, 3, 0),
+		/* 10 */ jump(bpfJeq, unix.SYS_MMAP, 10, 0),
+		/* 11 */ jump(bpfJeq, unix.SYS_MREMAP, 3, 0),
+		/* 12 */ stmt(bpfRet, allow),
+		/* 13 statx */ argLow(2),
+		/* 14 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
+		/* 15 notify */ stmt(bpfRet, notify),
+		/* 16 */ stmt(bpfRet, allow),
+		/* 17 newfstatat */ argLow(3),
+		/* 18 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
+		/* 19 */ stmt(bpfRet, notify),
+		/* 20 */ stmt(bpfRet, allow),
+		/* 21 mmap */ argLow(3),
+		/* 22 */ jump(bpfJset, unix.MAP_ANONYMOUS, 3, 0),
+		/* 23 */ argLow(4),
+		/* 24 */ jump(bpfJeq, 0xffffffff, 1, 0),
+		/* 25 */ stmt(bpfRet, notify),
+		/* 26 */ stmt(bpfRet, allow),
 	}
 	return prog
 }

@@ -171,6 +171,8 @@ func (s *Supervisor) handle(n *seccompNotif) {
 		s.handleEmptyPathStat(n, int32(a[0]), a[1], a[4], true, uint32(a[3]))
 	case unix.SYS_MMAP:
 		s.handleMmap(n, int32(a[4]), a[5], a[1], int(a[2]), int(a[3]))
+	case unix.SYS_MREMAP:
+		s.handleMremap(n, a[0], a[1], a[2])
 	default:
 		s.pass(n.ID)
 	}
@@ -273,6 +275,22 @@ func (s *Supervisor) handleMmap(n *seccompNotif, fd int32, off, length uint64, p
 }
 
 const pageSize = 4096
+
+// handleMremap fails the growth of a device mapping with EFAULT: the
+// driver's mappings are VM_DONTEXPAND (and PFN maps), which mremap refuses
+// to grow. Everything else goes ahead.
+func (s *Supervisor) handleMremap(n *seccompNotif, addr, oldLen, newLen uint64) {
+	if newLen > oldLen {
+		m, ok := procfs.MappingAt(int(n.Pid), addr)
+		if ok && m.Major == unix.Major(s.fuseDev) && m.Minor == unix.Minor(s.fuseDev) {
+			if _, dev := s.fuseInos[m.Inode]; dev && s.valid(n.ID) {
+				s.respond(n.ID, -1, unix.EFAULT, 0)
+				return
+			}
+		}
+	}
+	s.pass(n.ID)
+}
 
 // kernelRefuses reports whether the kernel fails the mmap on the fd's
 // access mode alone (EACCES): every mapping needs read access, a shared

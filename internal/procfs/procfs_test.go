@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestField(t *testing.T) {
@@ -19,5 +22,25 @@ func TestField(t *testing.T) {
 	}
 	if _, err := Field(p, "ino"); err == nil {
 		t.Fatal("a missing key was found")
+	}
+}
+
+func TestMappingAt(t *testing.T) {
+	b, err := unix.Mmap(-1, 0, 3*4096, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	start := uint64(uintptr(unsafe.Pointer(&b[0])))
+	m, ok := MappingAt(os.Getpid(), start+4096)
+	if !ok || m.Start > start || m.End < start+3*4096 || m.Inode != 0 {
+		t.Fatalf("mapping of %#x: %+v %v", start, m, ok)
+	}
+	l, ok := parseMapsLine([]byte("7eff2810c000-7eff2820c000 rw-s 400000800000 00:27 9223372036854775809    /tmp/x/dev/neuron0"))
+	if !ok || l.Start != 0x7eff2810c000 || l.End != 0x7eff2820c000 || l.Offset != 0x400000800000 || l.Major != 0 || l.Minor != 0x27 || l.Inode != 9223372036854775809 {
+		t.Fatalf("parsed %+v %v", l, ok)
+	}
+	if _, ok := parseMapsLine([]byte("garbage")); ok {
+		t.Fatal("garbage parsed")
 	}
 }
