@@ -15,7 +15,9 @@ import (
 // gets: every address an output reveals joins the map, covering the size
 // the same struct reports (a page when it reports none), and replaces
 // whatever the map held there (the recording may have freed and reused
-// it). Addresses the map does not cover are passed as recorded.
+// it). Addresses the map does not cover are passed as recorded; without
+// address mapping nothing is ever learned, so every translation is the
+// identity.
 type addrMap struct {
 	ranges []addrRange // by old
 }
@@ -34,9 +36,6 @@ func (m *addrMap) find(a uint64) (addrRange, bool) {
 
 // translate returns what recorded address a is in this replay.
 func (m *addrMap) translate(a uint64) uint64 {
-	if m == nil {
-		return a
-	}
 	if r, ok := m.find(a); ok {
 		return r.new + (a - r.old)
 	}
@@ -110,9 +109,6 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 // translateDescriptors rewrites the addresses of a buffer of recorded
 // DMA descriptors.
 func (s *state) translateDescriptors(b []byte) {
-	if !s.mapAddrs {
-		return
-	}
 	for off := 0; off+dma.DescSize <= len(b); off += dma.DescSize {
 		d := dma.Decode(b[off:])
 		if a := s.addrs.translate(d.Addr); a != d.Addr {

@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
@@ -21,9 +20,6 @@ func isBARArray(call, field string) bool {
 
 // translateBARs rewrites an array of recorded BAR addresses.
 func (s *state) translateBARs(b []byte) {
-	if !s.mapAddrs {
-		return
-	}
 	for off := 0; off+8 <= len(b); off += 8 {
 		a := binary.LittleEndian.Uint64(b[off:])
 		binary.LittleEndian.PutUint64(b[off:], s.bars.translate(a))
@@ -60,5 +56,5 @@ func (s *state) learnBARs(res *Result, st abi.Struct, want, got []byte) {
 
 // isDeviceInfoBARs says whether a member is DEVICE_INFO's bar_address.
 func isDeviceInfoBARs(call string, f abi.Field) bool {
-	return f.Name == "bar_address" && strings.HasSuffix(call, "_DEVICE_INFO")
+	return f.Name == "bar_address" && call == "NEURON_IOCTL_DEVICE_INFO"
 }

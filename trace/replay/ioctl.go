@@ -75,7 +75,7 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			abi.PutUint(buf, f, naddr)
 		case isPID(r, f) && s.tgids[int(old)]:
 			abi.PutUint(buf, f, ourPID()) // the traced process's pid is ours now
-		case isAddress(f.Name) && old != 0 && s.mapAddrs:
+		case isAddress(f.Name) && old != 0:
 			abi.PutUint(buf, f, s.addrs.translate(old))
 		case f.Handle() && old != 0:
 			if h, ok := s.handles[old]; ok {

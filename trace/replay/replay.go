@@ -168,10 +168,7 @@ func (s *state) mmap(r *trace.Record) Result {
 	}
 	// The recorded address is this process's to choose again; the offset
 	// is a physical address, translated like the others.
-	offset := r.Offset
-	if s.mapAddrs {
-		offset = s.addrs.translate(r.Offset)
-	}
+	offset := s.addrs.translate(r.Offset)
 	if offset != r.Offset {
 		res.NotCompared = append(res.NotCompared, fmt.Sprintf("offset (recorded %#x is %#x here)", r.Offset, offset))
 	}
