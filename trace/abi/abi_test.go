@@ -111,6 +111,7 @@ func TestLayouts2_27(t *testing.T) {
 		c, s, ok := ForCommand(tab, cmd)
 		if !ok || len(s.Fields) == 0 || s.Size != c.ArgSize || s.Size != int(c.ArgType.Size()) {
 			t.Errorf("%#x: %+v (command %+v)", cmd, s, c)
+			continue
 		}
 		last := s.Fields[len(s.Fields)-1]
 		if last.Offset+last.Size > s.Size {
