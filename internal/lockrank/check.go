@@ -1,0 +1,123 @@
+package lockrank
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// enabled turns checking on in test binaries and, for daemons started by
+// tests, with NEURONFS_LOCKCHECK=1.
+var enabled = testing.Testing() || os.Getenv("NEURONFS_LOCKCHECK") == "1"
+
+// Enabled reports whether this process checks lock ranks.
+func Enabled() bool { return enabled }
+
+type held struct {
+	rank Rank
+	lock any
+	read bool
+}
+
+var (
+	heldMu sync.Mutex
+	holds  = map[uint64][]held{} // by goroutine id
+)
+
+// violation reports a broken rule. A test binary must not survive one (a
+// handler's panic guard would turn a panic into EIO and hide it), so it
+// prints the stack and exits; the package's own tests replace it.
+var violation = func(msg string) {
+	buf := make([]byte, 64<<10)
+	n := runtime.Stack(buf, false)
+	fmt.Fprintf(os.Stderr, "lockrank: %s\n%s\n", msg, buf[:n])
+	os.Exit(3)
+}
+
+func acquire(r Rank, lock any, read bool) {
+	if r == rankNone || r >= rankCount {
+		violation(fmt.Sprintf("lock %T has no valid rank", lock))
+	}
+	id := goid()
+	var msg string
+	heldMu.Lock()
+	for _, h := range holds[id] {
+		if h.lock == lock {
+			msg = fmt.Sprintf("%s lock taken twice by one goroutine (read: %v, then %v)", r, h.read, read)
+			break
+		}
+		if h.rank >= r {
+			msg = fmt.Sprintf("lock order: taking %s (rank %d) while holding %s (rank %d)", r, r, h.rank, h.rank)
+			break
+		}
+	}
+	// Recorded even when wrong, so the release that follows balances.
+	holds[id] = append(holds[id], held{rank: r, lock: lock, read: read})
+	heldMu.Unlock()
+	if msg != "" {
+		violation(msg)
+	}
+}
+
+func release(lock any) {
+	id := goid()
+	heldMu.Lock()
+	hs := holds[id]
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].lock == lock {
+			hs = append(hs[:i], hs[i+1:]...)
+			if len(hs) == 0 {
+				delete(holds, id)
+			} else {
+				holds[id] = hs
+			}
+			heldMu.Unlock()
+			return
+		}
+	}
+	heldMu.Unlock()
+	// Unlocked by another goroutine than the one that locked: allowed
+	// by sync, but no lock of the daemon is handed over like that.
+	violation("unlock of a lock this goroutine does not hold")
+}
+
+// AssertUnlocked checks, in checked builds, that the calling goroutine
+// holds no ranked lock: call it where the goroutine is about to wait
+// (a sleep, a channel receive, a poll of shared memory, user memory
+// access that may fault) or to call back up into a layer that locks.
+func AssertUnlocked(where string) {
+	if !enabled {
+		return
+	}
+	id := goid()
+	heldMu.Lock()
+	hs := holds[id]
+	heldMu.Unlock()
+	if len(hs) == 0 {
+		return
+	}
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		names[i] = h.rank.String()
+	}
+	violation(fmt.Sprintf("%s while holding %s", where, strings.Join(names, ", ")))
+}
+
+// goid is the calling goroutine's id, from its stack header.
+func goid() uint64 {
+	var buf [40]byte
+	n := runtime.Stack(buf[:], false)
+	b := buf[:n]
+	b = b[len("goroutine "):]
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
