@@ -2,7 +2,8 @@ package mempool
 
 import (
 	"sort"
-	"sync"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // HostSpace is the host's DMA address space. The kernel's DMA allocator
@@ -11,7 +12,7 @@ import (
 // Pool of an emulated host shares one; the bytes of a chunk live in the
 // memory of the device that allocated it, which Owner tells.
 type HostSpace struct {
-	mu     sync.RWMutex
+	mu     lockrank.RWMutex[lockrank.HostSpace]
 	pool   *genpool
 	ranges []hostRange // allocated ranges, by start
 }

@@ -31,7 +31,7 @@ func TestHostSpaceIsShared(t *testing.T) {
 			t.Errorf("owner of %#x: %v %v, want %s", c.pa, o, ok, c.owner)
 		}
 	}
-	b.Free(cb, 0)
+	release(b, cb, 0)
 	if _, ok := hs.Owner(cb.PA &^ f.HostBase); ok {
 		t.Error("a freed range still has an owner")
 	}

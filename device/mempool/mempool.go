@@ -17,10 +17,10 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"sync"
 	"syscall"
 
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -102,6 +102,9 @@ type Chunk struct {
 
 	magic   uint32
 	refs    int
+	pins    int            // accesses in progress (Pin); the range stays reserved while any
+	retired bool           // freed while pinned: the last Unpin hands the range back
+	shared  map[int32]bool // processes handed the handle by another (strict mode)
 	handle  uint64
 	mainEnd uint64      // end of the main pool of a device chunk's channel
 	from    *genpool    // pool the device memory came from (nil for host memory)
@@ -166,7 +169,7 @@ type channel struct {
 
 // Pool is the allocator of one device. It is safe for concurrent use.
 type Pool struct {
-	mu       sync.Mutex
+	mu       lockrank.Mutex[lockrank.Pool]
 	hostBase uint64
 	channels []*channel
 	host     *HostSpace // shared by the host's devices
@@ -391,11 +394,18 @@ func (p *Pool) IncRef(c *Chunk) {
 	p.mu.Unlock()
 }
 
-// Free drops one reference (mc_free); at zero the chunk, its memory and its
-// handle are released and Free reports true. caller is the process doing
-// the free (tgid, 0 for none): the driver charges the freed bytes to the
-// caller's usage, not the owner's. Freeing a released chunk does nothing.
-func (p *Pool) Free(c *Chunk, caller int32) bool {
+// Free drops one reference (mc_free); at zero the chunk and its handle are
+// released and the sysfs and per-process usage drop. caller is the process
+// doing the free (tgid, 0 for none): the driver charges the freed bytes to
+// the caller's usage, not the owner's. Freeing a released chunk does
+// nothing.
+//
+// The address range is not reusable yet: when Free reports discard, the
+// caller returns the range's memory to the host and then calls Reclaim.
+// A chunk that is pinned (an access in progress) reports false here, and
+// its last Unpin reports discard instead, so no access ever runs on memory
+// that was handed to someone else.
+func (p *Pool) Free(c *Chunk, caller int32) (discard bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c.magic != ChunkMagic {
@@ -405,11 +415,12 @@ func (p *Pool) Free(c *Chunk, caller int32) bool {
 	if c.refs > 0 {
 		return false
 	}
-	p.release(c, caller)
-	return true
+	return p.retire(c, caller)
 }
 
-func (p *Pool) release(c *Chunk, caller int32) {
+// retire releases c's handle, indexes and accounting, and reports whether
+// the range is ready to discard (nobody has it pinned).
+func (p *Pool) retire(c *Chunk, caller int32) bool {
 	if c.handle != 0 {
 		_ = p.handles.release(c.handle) // fails only when the table is down
 		c.handle = 0
@@ -419,15 +430,6 @@ func (p *Pool) release(c *Chunk, caller int32) {
 		*idx = slices.Delete(*idx, i, i+1)
 	}
 	p.usage.account(c, false)
-	if c.Loc == LocHost {
-		p.host.free(c.PA&^p.hostBase, c.Size)
-	} else {
-		c.from.free(c.PA, c.Size)
-	}
-	if c.IsScratchpad() {
-		// The driver only logs when this is not the lowest scratchpad chunk.
-		p.channels[c.Channel].scratch -= c.Size
-	}
 	if u := p.pidUse[caller]; caller != 0 && u != nil {
 		if u[c.Loc-1] > c.Size {
 			u[c.Loc-1] -= c.Size
@@ -440,6 +442,51 @@ func (p *Pool) release(c *Chunk, caller int32) {
 	}
 	p.removeFromList(c)
 	c.magic = deadMagic
+	c.retired = true
+	return c.pins == 0
+}
+
+// Reclaim hands a discarded chunk's address range back to the allocator.
+// Call it once, after Free, FreeExpired or Unpin reported the chunk for
+// discard and its memory was returned to the host.
+func (p *Pool) Reclaim(c *Chunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !c.retired || c.pins != 0 {
+		return
+	}
+	c.retired = false
+	if c.Loc == LocHost {
+		p.host.free(c.PA&^p.hostBase, c.Size)
+	} else {
+		c.from.free(c.PA, c.Size)
+	}
+	if c.IsScratchpad() {
+		// The driver only logs when this is not the lowest scratchpad chunk.
+		p.channels[c.Channel].scratch -= c.Size
+	}
+}
+
+// Pin marks an access to c's memory in progress; it fails for a chunk
+// that is no longer live. Every successful Pin needs one Unpin.
+func (p *Pool) Pin(c *Chunk) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.magic != ChunkMagic {
+		return false
+	}
+	c.pins++
+	return true
+}
+
+// Unpin ends an access. It reports discard when the chunk was freed
+// during the access and this was the last one: the caller then returns
+// the memory and calls Reclaim, as after Free.
+func (p *Pool) Unpin(c *Chunk) (discard bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.pins--
+	return c.pins == 0 && c.retired && c.magic != ChunkMagic
 }
 
 // FreeExpired is mpset_free_expired_mc: it drops one reference of every
@@ -447,7 +494,7 @@ func (p *Pool) release(c *Chunk, caller int32) {
 // process pid), newest first. Chunks that still have references move to
 // the next lifespan's list; on the device list they are freed regardless.
 // pid is also the caller charged for the frees (0 for none). It returns
-// the chunks it freed, so the caller can return their memory.
+// the chunks ready to discard (see Free).
 func (p *Pool) FreeExpired(l Lifespan, pid int32) []*Chunk {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -468,8 +515,9 @@ func (p *Pool) FreeExpired(l Lifespan, pid int32) []*Chunk {
 			}
 			c.refs = 0
 		}
-		p.release(c, pid)
-		freed = append(freed, c)
+		if p.retire(c, pid) {
+			freed = append(freed, c)
+		}
 	}
 	return freed
 }
@@ -576,4 +624,25 @@ func (p *Pool) PIDUsage(pid int32) (host, device uint64) {
 		return u[0], u[1]
 	}
 	return 0, 0
+}
+
+// Share records that process pid was handed c's handle by another
+// process (MEM_MC_GET_INFO_V2); strict mode lets it use the chunk then.
+func (p *Pool) Share(c *Chunk, pid int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.magic != ChunkMagic {
+		return
+	}
+	if c.shared == nil {
+		c.shared = map[int32]bool{}
+	}
+	c.shared[pid] = true
+}
+
+// SharedWith reports whether pid was handed c's handle.
+func (p *Pool) SharedWith(c *Chunk, pid int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return c.shared[pid]
 }

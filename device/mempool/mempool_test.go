@@ -126,7 +126,7 @@ func TestExhaustionAndFallback(t *testing.T) {
 	wantErr(t, err, syscall.ENOMEM)
 
 	// A small request falls back to the main pool when the small one is full.
-	p.Free(big, 100)
+	release(p, big, 100)
 	c := mustAlloc(t, p, dev(4*kib))
 	if c.PA != base+CarveoutSize {
 		t.Fatalf("small request after main freed at %#x, want main pool start", c.PA)
@@ -151,9 +151,9 @@ func TestFragmentationThenReuse(t *testing.T) {
 			t.Fatalf("chunk %d at %#x", i, cs[i].PA)
 		}
 	}
-	p.Free(cs[1], 100)
-	p.Free(cs[3], 100)
-	p.Free(cs[4], 100)
+	release(p, cs[1], 100)
+	release(p, cs[3], 100)
+	release(p, cs[4], 100)
 	// First fit: 1 MiB reuses the lowest hole, 2 MiB the merged 3..4 hole,
 	// 3 MiB goes past the end.
 	r.Size = mib
@@ -239,12 +239,12 @@ func TestScratchpad(t *testing.T) {
 
 	// Freeing out of LIFO order is accepted, but the next placement then
 	// collides with a live scratchpad chunk.
-	p.Free(s1, 100)
+	release(p, s1, 100)
 	r.Align = 0
 	_, err := p.Alloc(r)
 	wantErr(t, err, syscall.ENOMEM)
-	p.Free(s3, 100)
-	p.Free(s2, 100)
+	release(p, s3, 100)
+	release(p, s2, 100)
 	if c := mustAlloc(t, p, r); c.PA != end-mib {
 		t.Fatalf("scratchpad after all frees at %#x", c.PA)
 	}
@@ -256,7 +256,7 @@ func TestScratchpadBusyAndTooLarge(t *testing.T) {
 	r := AllocRequest{Size: 4 * kib, MemType: MemTypeContiguousScratchpadDevice, Lifespan: LifespanCurProcess}
 	_, err := p.Alloc(r)
 	wantErr(t, err, syscall.ENOMEM)
-	p.Free(rest, 100)
+	release(p, rest, 100)
 	// A scratchpad never falls back to the small pool, and a size beyond the
 	// main pool wraps the offset and fails.
 	r.Size = f.HBMSize
@@ -375,14 +375,14 @@ func TestHandles(t *testing.T) {
 		wantErr(t, err, syscall.EINVAL)
 	}
 	// Free releases the handle; it is reused for the next chunk.
-	if !p.Free(a, 100) {
+	if !release(p, a, 100) {
 		t.Fatal("Free of a one-reference chunk did not free it")
 	}
 	_, err = p.Lookup(ha)
 	wantErr(t, err, syscall.EINVAL)
 	_, err = p.Handle(a)
 	wantErr(t, err, syscall.EINVAL)
-	if p.Free(a, 100) {
+	if release(p, a, 100) {
 		t.Fatal("double Free freed again")
 	}
 	c := mustAlloc(t, p, dev(Granule))
@@ -401,13 +401,13 @@ func TestRefCounts(t *testing.T) {
 	c := mustAlloc(t, p, dev(Granule))
 	h, _ := p.Handle(c)
 	p.IncRef(c)
-	if p.Free(c, 100) {
+	if release(p, c, 100) {
 		t.Fatal("chunk freed with a reference left")
 	}
 	if got, err := p.Lookup(h); err != nil || got != c {
 		t.Fatal("handle gone while the chunk lives")
 	}
-	if !p.Free(c, 100) {
+	if !release(p, c, 100) {
 		t.Fatal("last reference did not free")
 	}
 	if _, ok := p.Containing(c.PA); ok {
@@ -446,7 +446,7 @@ func TestFreeExpired(t *testing.T) {
 		again = append(again, c)
 	}
 	for _, c := range again {
-		p.Free(c, 100)
+		release(p, c, 100)
 	}
 	for _, c := range []*Chunk{theirs, devChunk, keep} {
 		if _, ok := p.Containing(c.PA); !ok {
@@ -540,7 +540,7 @@ func TestAccounting(t *testing.T) {
 	}
 
 	for _, c := range []*Chunk{d1, h, sp, unk, unkHost, odd, d2} {
-		p.Free(c, 100)
+		release(p, c, 100)
 	}
 	u = p.Usage()
 	if s := u.Core[3][CounterDeviceMem]; s != (Stat{0, 2 * mib, 3 * mib}) {
@@ -577,7 +577,7 @@ func TestResetCounter(t *testing.T) {
 		t.Fatalf("device_mem after resets %+v", s)
 	}
 	// The driver does not floor the total: a zeroed total wraps on free.
-	p.Free(c, 0)
+	release(p, c, 0)
 	if s := p.Usage().Core[1][CounterDeviceMem]; s.Total != 0-s.Present || s.Present != mib {
 		t.Fatalf("device_mem after free %+v", s)
 	}
@@ -617,7 +617,7 @@ func TestPIDUsage(t *testing.T) {
 		t.Fatalf("pid 100 usage %d/%d", hu, du)
 	}
 	// The driver charges a free to the freeing process, floored at zero.
-	p.Free(d, 200)
+	release(p, d, 200)
 	if hu, du := p.PIDUsage(100); hu != 8*kib || du != mib {
 		t.Fatalf("pid 100 usage after a foreign free %d/%d", hu, du)
 	}
@@ -656,7 +656,7 @@ func TestContainingAndDeviceChunks(t *testing.T) {
 	if len(list) != 4 || list[1] != a || list[2] != c || list[3] != b {
 		t.Fatalf("channel 1 chunks out of order: %v", list)
 	}
-	p.Free(a, 100)
+	release(p, a, 100)
 	if _, ok := p.Containing(a.PA); ok {
 		t.Fatal("freed chunk found")
 	}
@@ -680,7 +680,7 @@ func TestInBoundsPlain(t *testing.T) {
 	if h.IsScratchpad() || h.MainPoolEnd() != 0 || h.InBounds(0, 4*kib+1) {
 		t.Fatal("host chunk treated as scratchpad")
 	}
-	p.Free(h, 0) // host memory of the scratchpad type frees like any host chunk
+	release(p, h, 0) // host memory of the scratchpad type frees like any host chunk
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -710,7 +710,7 @@ func TestConcurrentUse(t *testing.T) {
 						t.Errorf("chunk %#x not found", c.PA)
 						return
 					}
-					if !p.Free(c, int32(w+1)) {
+					if !release(p, c, int32(w+1)) {
 						t.Error("free did not free")
 						return
 					}
@@ -742,7 +742,9 @@ func TestConcurrentUse(t *testing.T) {
 				_ = p.Usage()
 				_ = p.DeviceChunks(int(r.Channel))
 			}
-			p.FreeExpired(LifespanCurProcess, int32(w+1))
+			for _, c := range p.FreeExpired(LifespanCurProcess, int32(w+1)) {
+				p.Reclaim(c)
+			}
 		}(w)
 	}
 	wg.Wait()
@@ -807,11 +809,11 @@ func BenchmarkAllocFree(b *testing.B) {
 		if i%2 == 0 {
 			keep = append(keep, c)
 		} else {
-			defer p.Free(c, 100)
+			defer release(p, c, 100)
 		}
 	}
 	for _, c := range keep {
-		p.Free(c, 100)
+		release(p, c, 100)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -819,7 +821,7 @@ func BenchmarkAllocFree(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.Free(c, 100)
+		release(p, c, 100)
 	}
 }
 
@@ -836,4 +838,46 @@ func ExamplePool() {
 	// Output:
 	// pa 0x4001000000 va 0x8000004001000000 handle 1
 	// true
+}
+
+// release frees c as the device does: the range is reclaimed at once when
+// nothing pins it.
+func release(p *Pool, c *Chunk, caller int32) bool {
+	if p.Free(c, caller) {
+		p.Reclaim(c)
+		return true
+	}
+	return false
+}
+
+// A chunk freed while pinned keeps its range until the last unpin, so no
+// access lands in memory that was handed to another allocation.
+func TestFreeWhilePinned(t *testing.T) {
+	f, _ := dhal.Facts(dhal.V2)
+	p := New(f)
+	c := mustAlloc(t, p, AllocRequest{Size: 1 << 20, Lifespan: LifespanCurProcess, PID: 7})
+	if !p.Pin(c) {
+		t.Fatal("pin of a live chunk failed")
+	}
+	if p.Free(c, 7) {
+		t.Fatal("a pinned chunk was reported for discard at free")
+	}
+	if p.Pin(c) {
+		t.Fatal("a freed chunk was pinned again")
+	}
+	if _, ok := p.Containing(c.PA); ok {
+		t.Fatal("a freed chunk is still found by address")
+	}
+	again := mustAlloc(t, p, AllocRequest{Size: 1 << 20, Lifespan: LifespanCurProcess, PID: 8})
+	if again.PA == c.PA {
+		t.Fatal("the range of a pinned chunk was handed out again")
+	}
+	if !p.Unpin(c) {
+		t.Fatal("the last unpin of a freed chunk did not report discard")
+	}
+	p.Reclaim(c)
+	third := mustAlloc(t, p, AllocRequest{Size: 1 << 20, Lifespan: LifespanCurProcess, PID: 9})
+	if third.PA != c.PA {
+		t.Fatalf("reclaimed range not reused: got %#x, want %#x", third.PA, c.PA)
+	}
 }
