@@ -2,8 +2,9 @@ package dma
 
 import (
 	"context"
-	"sync"
 	"syscall"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Queues per engine and ring limits, identical on every architecture.
@@ -123,7 +124,7 @@ type Engine struct {
 	mem  Memory
 	opts Options
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex[lockrank.Engine]
 	states [2]State // programmed state per direction
 	q      [QueuesPerEngine]Queue
 }

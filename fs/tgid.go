@@ -3,18 +3,19 @@ package fs
 import (
 	"fmt"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/internal/procfs"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // tgidCache maps the thread id FUSE reports to the thread-group id the
 // driver keys processes by. Each entry holds a pidfd of the thread so a
 // recycled tid is never mistaken for the thread it replaced.
 type tgidCache struct {
-	mu sync.Mutex
+	mu lockrank.Mutex[lockrank.Transport]
 	m  map[int32]tgidEntry
 }
 

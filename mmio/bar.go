@@ -7,7 +7,8 @@ package mmio
 import (
 	"fmt"
 	"sort"
-	"sync"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Block gives registers behaviour. Offsets are relative to the block. A
@@ -34,7 +35,7 @@ type BAR struct {
 	size    uint64
 	regions []Region // sorted by base, disjoint
 
-	mu    sync.Mutex
+	mu    lockrank.Mutex[lockrank.Registers]
 	plain map[uint64]uint32
 }
 

@@ -3,7 +3,8 @@ package mmio
 import (
 	"encoding/binary"
 	"errors"
-	"sync"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Client is the driver's side of the FW-IO mailbox: it stages requests,
@@ -17,7 +18,7 @@ type Client struct {
 	reqPA  uint64 // legacy request buffer (host address with the route bit)
 	respPA uint64 // legacy response buffer
 
-	mu  sync.Mutex
+	mu  lockrank.Mutex[lockrank.FWClient]
 	seq uint8
 }
 

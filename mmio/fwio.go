@@ -3,8 +3,9 @@ package mmio
 import (
 	"encoding/binary"
 	"hash/crc32"
-	"sync"
 	"time"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Misc-RAM register offsets (relative to the misc-RAM block).
@@ -118,7 +119,7 @@ type Firmware struct {
 	miscDev   uint64 // device address of the misc-RAM block (READ requests for it)
 	readOther func(addr uint64) (uint32, bool)
 
-	mu    sync.Mutex
+	mu    lockrank.Mutex[lockrank.Firmware]
 	regs  [MiscRAMSize / 4]uint32
 	state FirmwareState
 

@@ -2,11 +2,12 @@ package pod
 
 import (
 	"context"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Kind is the platform an Election serves.
@@ -67,7 +68,7 @@ type Election struct {
 	wake     chan struct{}
 	finished chan struct{}
 
-	mu         sync.Mutex
+	mu         lockrank.Mutex[lockrank.PodElection]
 	state      State
 	mode       Mode
 	lrDefault  uint8

@@ -2,13 +2,14 @@ package pod
 
 import (
 	"fmt"
-	"sync"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Hub is one pod's meeting point: who sits in which slot and the misc-RAM
 // registers each published. Both coordinators keep one per pod.
 type Hub struct {
-	mu    sync.Mutex
+	mu    lockrank.Mutex[lockrank.PodHub]
 	size  int // 0 until the first join
 	slots [MaxNodes]hubSlot
 	cut   map[end]bool // link ends cut by CutLink

@@ -2,13 +2,14 @@ package pod
 
 import (
 	"context"
-	"sync"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Local is the in-process coordinator: several emulated servers in one
 // process (tests) meet in its hubs.
 type Local struct {
-	mu   sync.Mutex
+	mu   lockrank.Mutex[lockrank.PodRegistry]
 	hubs map[string]*Hub
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Socket is the coordinator for servers emulated by separate daemons on
@@ -24,7 +26,7 @@ type Socket struct {
 	Addr func(pod string) string
 	Log  *logrus.Entry
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex[lockrank.PodRegistry]
 	servers map[string]*Server
 	closed  bool
 }
@@ -120,7 +122,7 @@ func (s *Socket) handshake(ctx context.Context, conn net.Conn, j Join) (Port, er
 type socketPort struct {
 	slot int
 
-	mu     sync.Mutex // one exchange at a time
+	mu     lockrank.Mutex[lockrank.PodLink] // one exchange at a time
 	conn   net.Conn
 	r      *bufio.Reader
 	broken error
@@ -210,7 +212,7 @@ type Server struct {
 	l   net.Listener
 	log *logrus.Entry
 
-	mu    sync.Mutex
+	mu    lockrank.Mutex[lockrank.PodRegistry]
 	hubs  map[string]*Hub
 	conns map[net.Conn]bool
 	wg    sync.WaitGroup
