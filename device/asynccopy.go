@@ -1,10 +1,10 @@
 package device
 
 import (
-	"sync"
 	"syscall"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -26,13 +26,18 @@ const (
 )
 
 type dmaContext struct {
-	inUse bool
-	descs int // descriptors of the copy in flight; 0 when idle
+	inUse bool   // the driver's flag: a copy was started and not yet waited for
+	busy  bool   // a copy is in flight: its completion marker was not seen yet
+	descs int    // descriptors of that copy (the wait's budget grows with them)
+	seq   uint64 // copies started on this context
 }
 
-// h2tQueue is the contexts of one core's default h2t queue.
+// h2tQueue is the contexts of one core's default h2t queue. Its lock is
+// held to start copies and update the contexts, never while a copy is
+// waited for: the driver holds its ring lock across the wait, but here a
+// waiter holds nothing and re-checks the context afterwards.
 type h2tQueue struct {
-	mu  sync.Mutex
+	mu  lockrank.Mutex[lockrank.AsyncCopy]
 	ctx [3]dmaContext
 }
 
@@ -74,19 +79,52 @@ func pairCore(src, dst *mempool.Chunk) int {
 	return src.NCID
 }
 
-// waitDMA waits for context i's copy on core nc's ring; a FUSE interrupt
-// ends the wait, and so does the driver's budget (-1).
+// waitDMA waits for context i's copy in flight on core nc's ring, if any,
+// until its marker shows or the driver's budget for it runs out (-1).
+// Signals do not end it: the driver polls with udelay.
 func (r *Request) waitDMA(nc int, q *h2tQueue, i int32) Result {
+	q.mu.Lock()
 	c := &q.ctx[i]
-	if c.descs == 0 {
+	if !c.busy {
+		q.mu.Unlock()
 		return 0
 	}
+	seq, descs := c.seq, c.descs
+	q.mu.Unlock()
 	d := r.Dev()
-	res := d.dma.driverRings[nc].wait(r.Ctx, d, int(i), c.descs)
-	if res != Errno(syscall.EINTR) {
-		c.descs = 0
+	res := d.dma.driverRings[nc].wait(d, int(i), descs)
+	q.mu.Lock()
+	if c.seq == seq {
+		c.busy = false // done, or given up on as the driver gives up
 	}
+	q.mu.Unlock()
 	return res
+}
+
+// startCopy queues a copy on context i once the context's previous copy
+// finished, and returns with it in flight.
+func (r *Request) startCopy(nc int, q *h2tQueue, i int32, dst, src, size uint64) Result {
+	d := r.Dev()
+	for {
+		if res := r.waitDMA(nc, q, i); res != 0 {
+			return res
+		}
+		q.mu.Lock()
+		c := &q.ctx[i]
+		if c.busy {
+			q.mu.Unlock() // another caller started one meanwhile: wait for it too
+			continue
+		}
+		n, ok := d.dma.driverRings[nc].copy(d, int(i), dst, src, size)
+		if !ok {
+			q.mu.Unlock()
+			return Errno(syscall.EPERM)
+		}
+		c.inUse, c.busy, c.descs = true, true, n
+		c.seq++
+		q.mu.Unlock()
+		return 0
+	}
 }
 
 func memCopyAsync(r *Request) Result {
@@ -120,40 +158,35 @@ func memCopyAsync(r *Request) Result {
 	nc := pairCore(sc, dc)
 	q := d.h2tQueueFor(nc)
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if prev != dmaCtxNone && prev != next && !q.ctx[prev].inUse {
+	waitable := prev == dmaCtxNone || prev == next || q.ctx[prev].inUse
+	q.mu.Unlock()
+	if !waitable {
 		return Errno(syscall.EINVAL) // nothing to wait for on that context
 	}
 	if next != dmaCtxSync && size > maxAsyncCopy {
 		return Errno(syscall.EINVAL) // larger than one batch of the ring
 	}
-	// A context is reused only once its last copy has finished.
-	if res := r.waitDMA(nc, q, next); res != 0 {
-		return res
-	}
 	// A synchronous copy larger than one ring batch goes batch by batch,
 	// each waited for, as the driver's does.
 	for size > maxAsyncCopy && next == dmaCtxSync {
-		n, ok := d.dma.driverRings[nc].copy(d, int(next), dc.PA+dstOff, sc.PA+srcOff, maxAsyncCopy)
-		if !ok {
-			return Errno(syscall.EPERM)
+		if res := r.startCopy(nc, q, next, dc.PA+dstOff, sc.PA+srcOff, maxAsyncCopy); res != 0 {
+			return res
 		}
-		q.ctx[next] = dmaContext{inUse: true, descs: n}
 		if res := r.waitDMA(nc, q, next); res != 0 {
 			return res
 		}
 		dstOff, srcOff, size = dstOff+maxAsyncCopy, srcOff+maxAsyncCopy, size-maxAsyncCopy
 	}
-	n, ok := d.dma.driverRings[nc].copy(d, int(next), dc.PA+dstOff, sc.PA+srcOff, size)
-	if !ok {
-		return Errno(syscall.EPERM)
+	if res := r.startCopy(nc, q, next, dc.PA+dstOff, sc.PA+srcOff, size); res != 0 {
+		return res
 	}
-	q.ctx[next] = dmaContext{inUse: true, descs: n}
 	if prev != dmaCtxNone {
 		if res := r.waitDMA(nc, q, prev); res != 0 {
 			return res
 		}
+		q.mu.Lock()
 		q.ctx[prev].inUse = false
+		q.mu.Unlock()
 	}
 	if r.Cmd == ioctl.CmdMemCopyAsync {
 		v32.WaitHandle = uint32(next)
@@ -180,11 +213,11 @@ func memCopyAsyncWait(r *Request) Result {
 	}
 	nc := pairCore(sc, dc)
 	q := d.h2tQueueFor(nc)
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	if res := r.waitDMA(nc, q, h); res != 0 {
 		return res
 	}
+	q.mu.Lock()
 	q.ctx[h].inUse = false
+	q.mu.Unlock()
 	return 0
 }

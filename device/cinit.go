@@ -47,10 +47,7 @@ func cinitSetState(r *Request) Result {
 		case cinitStarted:
 			// Another process is initialising: wait for it, but not
 			// forever; the caller decides from new_state.
-			if e := d.waitLocked(r.Ctx, cinitWait, func() bool { return *state == cinitCompleted }); e == syscall.EINTR {
-				d.mu.Unlock()
-				return Errno(e)
-			}
+			d.waitLocked(cinitWait, func() bool { return *state == cinitCompleted })
 		}
 	case cinitCompleted:
 		if *state == cinitStarted {

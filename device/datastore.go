@@ -81,7 +81,7 @@ func dsCounter(mem []byte, nc, id int) uint64 {
 // releaseSlotLocked aggregates a slot into the metrics and clears it.
 func (d *Device) releaseSlotLocked(s *datastoreSlot) {
 	c := s.chunk
-	if mem, done, err := d.chunkView(c, 0, datastoreSize); err == nil {
+	if mem, done, res := d.chunkView(c, 0, datastoreSize); res == 0 {
 		for nc := 0; nc < d.sys.Arch.CoresPerDevice; nc++ {
 			if d.sys.Arch.ActiveCoreMap&(1<<nc) == 0 {
 				continue
@@ -106,7 +106,7 @@ func (d *Device) clearSlotLocked(s *datastoreSlot) {
 	s.clearTick = d.sys.dsClearTick
 	d.sys.mu.Unlock()
 	s.pid = 0
-	d.phys.discard(s.chunk.PA, s.chunk.Size) // reads back as zeros
+	d.phys.punch(s.chunk.PA, s.chunk.Size) // reads back as zeros
 }
 
 func (d *Device) findSlotLocked(pid int32) *datastoreSlot {

@@ -3,12 +3,12 @@ package device
 import (
 	"context"
 	"fmt"
-	"sync"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // State is the driver's device_state, as the sysfs reset file prints it.
@@ -23,11 +23,6 @@ const (
 // MaxProcessesPerDevice is the size of the driver's attach table.
 const MaxProcessesPerDevice = 16
 
-type attachSlot struct {
-	tgid  int32
-	count int // opens minus flushes by this tgid
-}
-
 // Device is one emulated /dev/neuronN.
 type Device struct {
 	Index int
@@ -39,15 +34,16 @@ type Device struct {
 	pattern *hbmPattern
 	pool    *mempool.Pool
 
-	mu        sync.Mutex
+	// mu is the driver's per-device lock (rank Device): everything below
+	// up to exec, and the state of the engines' owners.
+	mu        lockrank.Mutex[lockrank.Device]
 	openCount int // normal-fd opens not yet released
-	slots     [MaxProcessesPerDevice]attachSlot
+	procs     processTable
 	state     State
 	changed   chan struct{} // closed on every change waiters may wait for
 
-	h2t          map[int]*h2tQueue                 // per core: DMA contexts of its default h2t queue
-	scrubbing    [4]bool                           // per HBM channel: a scrub was started and not reaped
-	given        map[*mempool.Chunk]map[int32]bool // strict mode: processes handed a chunk's handle
+	h2t          map[int]*h2tQueue // per core: DMA contexts of its default h2t queue
+	scrubbing    [4]bool           // per HBM channel: a scrub was started and not reaped
 	ds           [datastoreSlots]datastoreSlot
 	nq           [maxCoreSlots][maxNQ]*mempool.Chunk // notification rings by core and queue id
 	tsNQ         [16][maxNQ]*mempool.Chunk           // and by TOP_SP
@@ -58,8 +54,7 @@ type Device struct {
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
 	dma          dmaState
 	mmio         mmioState
-	exec         [maxCoreSlots]coreExec
-	execMu       [maxCoreSlots]sync.Mutex // one doorbell at a time per core
+	exec         [maxCoreSlots]coreExec // each with its own lock (rank Exec)
 }
 
 func newDevice(s *System, index int) (*Device, error) {
@@ -100,9 +95,15 @@ func newDevice(s *System, index int) (*Device, error) {
 // device files pass mmap through to it.
 func (d *Device) PhysFd() int { return d.phys.fd }
 
-// PhysView maps [pa, pa+size) of the device's physical memory into the
-// daemon (page aligned), for tests and self-tests.
-func (d *Device) PhysView(pa, size uint64) ([]byte, error) { return d.phys.view(pa, size) }
+// PhysView returns [pa, pa+size) of the device's physical memory as the
+// daemon sees it, for tests and self-tests.
+func (d *Device) PhysView(pa, size uint64) ([]byte, error) {
+	v, ok := d.dma.mem.local(pa, size)
+	if !ok {
+		return nil, fmt.Errorf("physical range %#x+%#x outside the device's memory", pa, size)
+	}
+	return v, nil
+}
 
 // System returns the host the device belongs to.
 func (d *Device) System() *System { return d.sys }
@@ -134,65 +135,31 @@ func (d *Device) Open(ctx context.Context, caller Caller, flags int) (*File, sys
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.openCount++
-	for d.state == StateReset {
-		if !d.sleepLocked(ctx) && caller.fatal() {
-			d.openCount--
-			return nil, syscall.EINTR
-		}
+	if d.waitFatalLocked(ctx, caller.fatal, func() bool { return d.state != StateReset }) != 0 {
+		d.openCount--
+		return nil, syscall.EINTR
 	}
 	if d.state == StateInvalid {
 		d.openCount--
 		return nil, syscall.EINVAL
 	}
-	if errno := d.attachLocked(tgid); errno != 0 {
+	if !d.procs.attach(tgid) {
 		d.openCount--
 		d.log.WithFields(logrus.Fields{"tgid": tgid}).Warn("open refused: attach table full")
-		return nil, errno
+		return nil, syscall.EBUSY
 	}
+	d.sys.watchProcess(tgid)
 	return &File{Dev: d}, 0
-}
-
-func (d *Device) attachLocked(tgid int32) syscall.Errno {
-	free := -1
-	for i := range d.slots {
-		if d.slots[i].count > 0 && d.slots[i].tgid == tgid {
-			d.slots[i].count++
-			return 0
-		}
-		if d.slots[i].count == 0 && free < 0 {
-			free = i
-		}
-	}
-	if free < 0 {
-		return syscall.EBUSY
-	}
-	d.slots[free] = attachSlot{tgid: tgid, count: 1}
-	return 0
 }
 
 // Flush runs on every close() of a descriptor of f, by the closing task.
 func (f *File) Flush(ctx context.Context, caller Caller) {
-	tgid := caller.Tgid
 	if f.FreeAccess {
 		// Closing a free-access fd frees every core the process marked.
-		f.Dev.sys.unmarkAll(tgid)
+		f.Dev.sys.unmarkAll(caller.Tgid)
 		return
 	}
-	d := f.Dev
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i := range d.slots {
-		s := &d.slots[i]
-		if s.count == 1 && s.tgid == tgid {
-			d.detachLocked(ctx, caller)
-			s.count, s.tgid = 0, 0
-			return
-		}
-		if s.count > 0 && s.tgid == tgid {
-			s.count--
-			return
-		}
-	}
+	f.Dev.detach(ctx, caller, false)
 }
 
 // Release runs when the last reference to the open file goes away.
@@ -215,7 +182,7 @@ func (f *File) Release() {
 			}
 		}
 		for _, c := range d.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
-			d.releasedLocked(c)
+			d.discard(c)
 		}
 	}
 }
@@ -224,29 +191,14 @@ func (f *File) Release() {
 func (d *Device) IsAttached(tgid int32) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.isAttachedLocked(tgid)
-}
-
-func (d *Device) isAttachedLocked(tgid int32) bool {
-	for _, s := range d.slots {
-		if s.count > 0 && s.tgid == tgid {
-			return true
-		}
-	}
-	return false
+	return d.procs.find(tgid) != nil
 }
 
 // AttachedPIDs returns the attached tgids in slot order.
 func (d *Device) AttachedPIDs() []int32 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []int32
-	for _, s := range d.slots {
-		if s.count > 0 {
-			out = append(out, s.tgid)
-		}
-	}
-	return out
+	return d.procs.tgids()
 }
 
 // OpenCount returns the number of normal-fd opens not yet released.
@@ -254,28 +206,6 @@ func (d *Device) OpenCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.openCount
-}
-
-// detachLocked releases what the driver releases when a process's last
-// normal fd of the device is flushed: first it lets a reset the process
-// asked for finish (and reaps it), then drops the process's locks.
-func (d *Device) detachLocked(ctx context.Context, caller Caller) {
-	d.waitResetLocked(ctx, caller.fatal, uint32(caller.Tgid), true)
-	d.releaseCRWLLocked(caller.Tgid)
-	d.releaseQueuesLocked(caller.Tgid)
-	if s := d.findSlotLocked(caller.Tgid); s != nil {
-		d.releaseSlotLocked(s)
-	}
-	for _, c := range d.pool.FreeExpired(mempool.LifespanCurProcess, caller.Tgid) {
-		d.releasedLocked(c)
-	}
-	d.log.WithField("tgid", caller.Tgid).Debug("process detached")
-}
-
-// releasedLocked is released for callers holding d.mu.
-func (d *Device) releasedLocked(c *mempool.Chunk) {
-	delete(d.given, c)
-	d.phys.discard(c.PA, c.Size)
 }
 
 // PhysicalResident reports how much of the device's emulated physical

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"runtime/debug"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -78,12 +79,24 @@ func (s *System) Ioctl(r *Request) (result Result) {
 		// A bug in one handler must not take the daemon down: the caller
 		// gets EIO and everyone else keeps being served.
 		if p := recover(); p != nil {
-			s.log.WithFields(logrus.Fields{"cmd": r.Cmd, "tgid": r.Caller.Tgid, "panic": p}).Error("ioctl handler panicked")
+			s.log.WithFields(logrus.Fields{"cmd": r.Cmd, "tgid": r.Caller.Tgid, "panic": p, "stack": string(debug.Stack())}).Error("ioctl handler panicked")
 			result = Errno(syscall.EIO)
+			// A lock the handler took may still be held, and serving on
+			// could hang every caller behind it: the transport ends the
+			// daemon cleanly instead (see SetPanicHandler).
+			if h := s.onPanic.Load(); h != nil {
+				(*h)(p)
+			}
 		}
 	}()
 	return s.serve(r)
 }
+
+// SetPanicHandler installs what runs after a handler panicked (and was
+// logged): the transport aborts its connection and ends the daemon, so
+// callers get ENOTCONN instead of waiting behind a lock the handler left
+// held. Without one the caller gets EIO and serving goes on (tests).
+func (s *System) SetPanicHandler(h func(p any)) { s.onPanic.Store(&h) }
 
 // serve routes r without the panic guard (fuzzing wants to see panics).
 func (s *System) serve(r *Request) Result {

@@ -312,9 +312,9 @@ func dmaCopyDescriptors(r *Request) Result {
 				return res
 			}
 		}
-		mem, release, err := d.chunkView(c, off+done, n)
-		if err != nil {
-			return Errno(syscall.ENOMEM)
+		mem, release, res := d.chunkView(c, off+done, n)
+		if res != 0 {
+			return res
 		}
 		copy(mem, p)
 		release()
@@ -362,10 +362,7 @@ func (r *Request) strictDescTarget(c *mempool.Chunk, pa uint64) Result {
 		return 0
 	}
 	d := r.Dev()
-	d.mu.Lock()
-	given := d.given[c][r.Caller.Tgid]
-	d.mu.Unlock()
-	if given {
+	if d.pool.SharedWith(c, r.Caller.Tgid) {
 		return 0
 	}
 	d.log.WithFields(logrus.Fields{"address": pa, "owner": c.PID, "caller": r.Caller.Tgid}).Warn("strict: descriptor aimed at another process's chunk refused")
@@ -414,9 +411,9 @@ func dmaDescriptorCopyout(r *Request) Result {
 	if from+total > c.Size {
 		return Errno(syscall.EINVAL)
 	}
-	mem, release, err := d.chunkView(c, from, total)
-	if err != nil {
-		return Errno(syscall.ENOMEM)
+	mem, release, res := d.chunkView(c, from, total)
+	if res != 0 {
+		return res
 	}
 	defer release()
 	return copyOutBytes(r, v.Buffer, mem)

@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // The exec doorbell. An increment of a core's inference-start semaphore
@@ -25,9 +26,16 @@ const (
 	execQueueWait = 10 * time.Second
 )
 
-// coreExec is one core's execution state.
+// coreExec is one core's execution state. Doorbells queue here; whoever
+// rings a core that is not running becomes its runner and serves its own
+// doorbell inline (no lock held, so the chip's waits for staged DMA hold
+// nothing), then hands what others queued meanwhile to a goroutine, so
+// one caller never works for every later one.
 type coreExec struct {
-	halted bool
+	mu      lockrank.Mutex[lockrank.Exec]
+	pending []uint32 // doorbell values not yet served
+	running bool     // a runner serves this core
+	halted  bool
 }
 
 // onSemIncrement runs after a semaphore of core nc went up by v.
@@ -36,33 +44,64 @@ func (d *Device) onSemIncrement(nc int, idx uint32, v uint32) {
 	if start >= 0 && idx != uint32(start) {
 		return
 	}
-	switch v {
-	case doorbellRun:
-		if d.sys.execLatency > 0 {
-			// A run that takes time must not hold the doorbell ioctl: the
-			// chip works while the host goes on, as on the hardware.
-			go d.runInference(nc)
+	if (v != doorbellRun && v != doorbellHalt) || nc >= len(d.mmio.coreNQ) {
+		return
+	}
+	ce := &d.exec[nc]
+	ce.mu.Lock()
+	ce.pending = append(ce.pending, v)
+	if ce.running {
+		ce.mu.Unlock()
+		return
+	}
+	ce.running = true
+	ce.mu.Unlock()
+	if d.sys.execLatency > 0 {
+		// A run that takes time must not hold the doorbell ioctl: the
+		// chip works while the host goes on, as on the hardware.
+		go d.serveDoorbells(nc, 0)
+		return
+	}
+	d.serveDoorbells(nc, 1)
+}
+
+// serveDoorbells runs core nc's queued doorbells as its runner: at most
+// max of them (0: all) before handing the rest to a goroutine.
+func (d *Device) serveDoorbells(nc, max int) {
+	ce := &d.exec[nc]
+	for served := 0; ; served++ {
+		ce.mu.Lock()
+		if len(ce.pending) == 0 {
+			ce.running = false
+			ce.mu.Unlock()
 			return
 		}
-		d.runInference(nc)
-	case doorbellHalt:
-		d.runHalt(nc)
+		if max > 0 && served == max {
+			ce.mu.Unlock()
+			go d.serveDoorbells(nc, 0)
+			return
+		}
+		v := ce.pending[0]
+		ce.pending = ce.pending[1:]
+		halted := ce.halted
+		if v == doorbellHalt {
+			ce.halted = true
+		}
+		ce.mu.Unlock()
+		if halted {
+			continue // a halted core ignores doorbells until it is reset
+		}
+		lockrank.AssertUnlocked("exec doorbell")
+		if v == doorbellRun {
+			d.runInference(nc)
+		} else {
+			d.runHalt(nc)
+		}
 	}
 }
 
 // runInference serves one doorbell of core nc.
 func (d *Device) runInference(nc int) {
-	if nc >= len(d.mmio.coreNQ) {
-		return
-	}
-	d.execMu[nc].Lock()
-	defer d.execMu[nc].Unlock()
-	d.mu.Lock()
-	halted := d.exec[nc].halted
-	d.mu.Unlock()
-	if halted {
-		return
-	}
 	started := time.Now()
 	d.runExecQueues(nc)
 	nq := d.mmio.coreNQ[nc]
@@ -82,18 +121,6 @@ func (d *Device) runInference(nc int) {
 
 // runHalt stops core nc's idle program.
 func (d *Device) runHalt(nc int) {
-	if nc >= len(d.mmio.coreNQ) {
-		return
-	}
-	d.execMu[nc].Lock()
-	defer d.execMu[nc].Unlock()
-	d.mu.Lock()
-	if d.exec[nc].halted {
-		d.mu.Unlock()
-		return
-	}
-	d.exec[nc].halted = true
-	d.mu.Unlock()
 	d.runExecQueues(nc) // the halt request itself is staged there
 	nq := d.mmio.coreNQ[nc]
 	for _, code := range []uint16{dhal.RecordInit, dhal.RecordHalt} {
@@ -124,6 +151,7 @@ func (d *Device) runExecQueues(nc int) {
 	}
 	d.mu.Unlock()
 	var ctx context.Context
+	lockrank.AssertUnlocked("exec queue wait")
 	for _, key := range armed {
 		e := d.dma.engines[key[0]]
 		if tx, rx := e.Arm(key[1]); (tx == 0 && rx == 0) || e.Idle(key[1]) {
@@ -140,11 +168,16 @@ func (d *Device) runExecQueues(nc int) {
 	}
 }
 
-// resetExecLocked clears core nc's execution state (core reset).
+// resetExecLocked clears core nc's execution state (core reset):
+// doorbells not yet served are dropped and a halt is forgotten.
 func (d *Device) resetExecLocked(nc int) {
-	if nc < len(d.exec) {
-		d.exec[nc] = coreExec{}
+	if nc >= len(d.exec) {
+		return
 	}
+	ce := &d.exec[nc]
+	ce.mu.Lock()
+	ce.pending, ce.halted = nil, false
+	ce.mu.Unlock()
 }
 
 // Error records. The runtime drains each core's ERROR queue (NOTIFIC

@@ -140,7 +140,7 @@ func serveFuzzed(t *testing.T, sys *System, dev *Device, attached, free *File, c
 	}
 	// Nothing an iteration allocates may pile up across iterations.
 	for _, c := range dev.pool.FreeExpired(mempool.LifespanCurProcess, 100) {
-		dev.phys.discard(c.PA, c.Size)
+		dev.discard(c)
 	}
 	// A failure is a real errno; a positive count never exceeds the
 	// bytes a handler could have tried to copy.

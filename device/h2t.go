@@ -79,7 +79,7 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 
 func (d *Device) freeClaimRingsLocked(cl *h2tClaim) {
 	for _, c := range cl.rings {
-		d.freeChunkLocked(c)
+		d.freeChunk(c, 0)
 	}
 	cl.rings = nil
 }

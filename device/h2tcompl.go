@@ -35,7 +35,7 @@ func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
 	// The driver gives it a handle, which shifts the numbering of the
 	// handles processes get afterwards.
 	if _, err := d.pool.Handle(c); err != nil {
-		d.freeChunkLocked(c)
+		d.freeChunk(c, 0)
 		return nil, err
 	}
 	if hdr, ok := d.dma.mem.Slice(c.PA, asyncComplHeader); ok {

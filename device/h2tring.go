@@ -1,8 +1,6 @@
 package device
 
 import (
-	"context"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // driverRing is a core's default h2t queue as the driver runs it: rings
@@ -23,7 +22,7 @@ type driverRing struct {
 	marks    *mempool.Chunk // per context: the marker source word, then its destination
 	compl    *mempool.Chunk // async completion queue (driver 2.27), else nil
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex[lockrank.DriverRing]
 	next   uint32
 	ringID uint8
 }
@@ -114,13 +113,17 @@ func (r *driverRing) copy(d *Device, ctx int, dst, src, size uint64) (int, bool)
 	return len(pairs), true
 }
 
-// wait polls context ctx's marker until the copy landed, the caller is
-// interrupted, or the driver's budget for n descriptors ran out.
-func (r *driverRing) wait(ctx context.Context, d *Device, c int, n int) Result {
+// wait polls context c's marker until the copy landed or the driver's
+// budget for n descriptors ran out (-1). Nothing ends it early: the
+// driver polls with udelay and never looks at signals. The marker is left
+// in place (the next copy on the context clears it), so every waiter of
+// the same copy sees it.
+func (r *driverRing) wait(d *Device, c int, n int) Result {
 	word, ok := r.markerWord(d, c, 1)
 	if !ok {
 		return Errno(syscall.EPERM)
 	}
+	lockrank.AssertUnlocked("DMA completion wait")
 	deadline := time.Now().Add(max(minCopyWait, time.Duration(n)*80*time.Millisecond))
 	for spins := 0; atomic.LoadUint32(word) != completionMarker; spins++ {
 		if spins < 64 {
@@ -129,12 +132,7 @@ func (r *driverRing) wait(ctx context.Context, d *Device, c int, n int) Result {
 		if time.Now().After(deadline) {
 			return Errno(syscall.EPERM) // the driver's -1 on a DMA timeout
 		}
-		select {
-		case <-ctx.Done():
-			return Errno(syscall.EINTR)
-		case <-time.After(20 * time.Microsecond):
-		}
+		time.Sleep(20 * time.Microsecond)
 	}
-	atomic.StoreUint32(word, 0)
 	return 0
 }

@@ -3,10 +3,11 @@ package device
 import (
 	"encoding/binary"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // hbmPattern remembers non-zero HBM scrubs. A scrubbed channel reads as
@@ -21,7 +22,7 @@ import (
 // written, so a second access to a block waits until it holds the pattern.
 type hbmPattern struct {
 	fd    int // the device's physical memory
-	mu    sync.Mutex
+	mu    lockrank.Mutex[lockrank.Pattern]
 	chans atomic.Pointer[[]*patternChannel] // channels with pending blocks; replaced, never changed
 }
 
@@ -32,7 +33,7 @@ type patternChannel struct {
 	base, size uint64 // the scrubbed range
 	block      []byte // one block of the pattern
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex[lockrank.Pattern]
 	pending []uint64
 	left    int // blocks still pending
 }

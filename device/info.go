@@ -171,7 +171,7 @@ func put32(b []byte, v uint32) {
 func deviceAppPID(r *Request) Result {
 	d := r.Dev()
 	d.mu.Lock()
-	pid := d.slots[0].tgid
+	pid := d.procs[0].tgid
 	d.mu.Unlock()
 	return copyOut(r, r.Arg, &pid)
 }
@@ -190,7 +190,7 @@ func deviceGetAllAppsInfo(r *Request) Result {
 	var apps []ioctl.AppInfo
 	d := r.Dev()
 	d.mu.Lock()
-	for _, slot := range d.slots {
+	for _, slot := range d.procs {
 		if uint32(len(apps)) >= hdr.Capacity {
 			break
 		}

@@ -57,24 +57,27 @@ func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
 	return 0
 }
 
-// freeChunk drops a reference and returns freed memory to the host.
+// freeChunk drops a reference; a chunk freed for good returns its memory
+// to the host once no access to it is in progress.
 func (d *Device) freeChunk(c *mempool.Chunk, caller int32) {
 	if d.pool.Free(c, caller) {
-		d.released(c)
+		d.discard(c)
 	}
 }
 
-// freeChunkLocked is freeChunk for callers holding d.mu.
-func (d *Device) freeChunkLocked(c *mempool.Chunk) {
-	if d.pool.Free(c, 0) {
-		d.releasedLocked(c)
-	}
+// discard returns a freed chunk's memory to the host, then its range to
+// the allocator (never the other way round: the range could be handed out
+// and written before the punch).
+func (d *Device) discard(c *mempool.Chunk) {
+	d.phys.punch(c.PA, c.Size)
+	d.pool.Reclaim(c)
 }
 
-// released returns a freed chunk's memory to the host.
-func (d *Device) released(c *mempool.Chunk) {
-	d.forget(c)
-	d.phys.discard(c.PA, c.Size)
+// unpin ends an access to c started by chunkView.
+func (d *Device) unpin(c *mempool.Chunk) {
+	if d.pool.Unpin(c) {
+		d.discard(c)
+	}
 }
 
 // firstError returns the first failure: with two handles, the driver
@@ -249,7 +252,7 @@ func memMCGetInfo(r *Request) Result {
 		if err != nil {
 			return errnoOf(err)
 		}
-		d.give(c, r.Caller.Tgid)
+		d.pool.Share(c, r.Caller.Tgid)
 		v.MemHandle = h
 		return copyOut(r, r.Arg, &v)
 	}
@@ -283,18 +286,21 @@ func dumpMemChunks(r *Request) Result {
 	return copyOutBytes(r, v.Data, recs)
 }
 
-// chunkView maps [off, off+n) of a chunk (which for a contiguous
-// scratchpad may run past the chunk, up to the end of its main pool). The
-// mapping stays valid until done is called.
-func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done func(), err error) {
-	d.pattern.fill(c.PA, chunkSpan(c))
-	d.phys.inUse.RLock()
-	v, err := d.chunkViewLocked(c, off, n)
-	if err != nil {
-		d.phys.inUse.RUnlock()
-		return nil, nil, err
+// chunkView returns [off, off+n) of a chunk's memory (which for a
+// contiguous scratchpad may run past the chunk, up to the end of its main
+// pool). The chunk is pinned until done is called: a free meanwhile takes
+// effect then, so the memory never changes hands under the access. A
+// chunk freed before the view is EINVAL, as its handle would be.
+func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done func(), res Result) {
+	if !d.pool.Pin(c) {
+		return nil, nil, Errno(syscall.EINVAL)
 	}
-	return v, d.phys.inUse.RUnlock, nil
+	v, ok := d.dma.mem.local(c.PA+off, n)
+	if !ok {
+		d.unpin(c)
+		return nil, nil, Errno(syscall.ENOMEM)
+	}
+	return v, func() { d.unpin(c) }, 0
 }
 
 // chunkSpan is how far a chunk's memory reaches.
@@ -303,15 +309,6 @@ func chunkSpan(c *mempool.Chunk) uint64 {
 		return c.MainPoolEnd() - c.PA
 	}
 	return c.Size
-}
-
-// chunkViewLocked is chunkView for a caller that holds inUse for reading.
-func (d *Device) chunkViewLocked(c *mempool.Chunk, off, n uint64) ([]byte, error) {
-	v, err := d.phys.view(c.PA, chunkSpan(c))
-	if err != nil {
-		return nil, err
-	}
-	return v[off : off+n], nil
 }
 
 // dmaPiece is the size of one bounce-buffer DMA of the driver's
@@ -348,9 +345,9 @@ func memBufCopy(r *Request) Result {
 		// The driver's device path counts the remaining bytes in 32 bits.
 		size &= 0xffffffff
 	}
-	mem, done, err := d.chunkView(c, off, size)
-	if err != nil {
-		return Errno(syscall.ENOMEM)
+	mem, done, res := d.chunkView(c, off, size)
+	if res != 0 {
+		return res
 	}
 	defer done()
 	var n int
@@ -397,22 +394,17 @@ func memCopy(r *Request) Result {
 }
 
 // copyChunks copies between two chunks' memory (a DMA on the device).
-// Both views are made under one read hold of inUse: a second RLock queues
-// behind a waiting writer (a free's discard, a scrub) that waits for the
-// first, and all three would hang.
 func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk, srcOff, size uint64) Result {
-	d.pattern.fill(sc.PA, chunkSpan(sc))
-	d.pattern.fill(dc.PA, chunkSpan(dc))
-	d.phys.inUse.RLock()
-	defer d.phys.inUse.RUnlock()
-	from, err := d.chunkViewLocked(sc, srcOff, size)
-	if err != nil {
-		return Errno(syscall.ENOMEM)
+	from, doneFrom, res := d.chunkView(sc, srcOff, size)
+	if res != 0 {
+		return res
 	}
-	to, err := d.chunkViewLocked(dc, dstOff, size)
-	if err != nil {
-		return Errno(syscall.ENOMEM)
+	defer doneFrom()
+	to, doneTo, res := d.chunkView(dc, dstOff, size)
+	if res != 0 {
+		return res
 	}
+	defer doneTo()
 	copy(to, from)
 	return 0
 }
@@ -443,9 +435,9 @@ func memset(r *Request) Result {
 	if res != 0 {
 		return res
 	}
-	mem, done, err := d.chunkView(c, off, size)
-	if err != nil {
-		return Errno(syscall.ENOMEM)
+	mem, done, res := d.chunkView(c, off, size)
+	if res != 0 {
+		return res
 	}
 	defer done()
 	fill(mem, byte(value))

@@ -3,12 +3,13 @@ package device
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/mmio"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // The driver's sysfs metrics tree: per-core status and other_info
@@ -58,7 +59,7 @@ func (c *counter) sub(delta uint64) {
 // metrics holds a device's counters, keyed by their path below stats/:
 // core counters under core index c, device counters under -1.
 type metrics struct {
-	mu       sync.Mutex
+	mu       lockrank.Mutex[lockrank.Metrics]
 	counters map[metricKey]*counter
 }
 

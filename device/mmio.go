@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
@@ -38,21 +39,16 @@ type semBlock struct {
 
 func (b semBlock) Read32(off uint64) (uint32, bool) {
 	b.d.sweepSemaphores(b.nc)
-	mem, done, ok := b.d.semWindow(b.nc)
+	mem, ok := b.d.semWindow(b.nc)
 	if !ok {
 		return 0, false
 	}
-	defer done()
 	switch {
 	case off < semReadWindow+4*semCount && off%4 == 0:
-		b.d.mu.Lock()
-		defer b.d.mu.Unlock()
-		return binary.LittleEndian.Uint32(mem[off:]), true
+		return atomic.LoadUint32(word32(mem[off:])), true
 	case off < dhal.TPBSemaphoreArea && off%4 == 0:
 		// The set/increment/decrement windows read the semaphore.
-		b.d.mu.Lock()
-		defer b.d.mu.Unlock()
-		return binary.LittleEndian.Uint32(mem[semReadWindow+off%0x400:]), true
+		return atomic.LoadUint32(word32(mem[semReadWindow+off%0x400:])), true
 	}
 	return 0, false
 }

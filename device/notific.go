@@ -2,12 +2,13 @@ package device
 
 import (
 	"encoding/binary"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/neuronfs/neuronfs/dhal"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // A NOTIFIC block: the register side of a core's (or a TOP_SP's)
@@ -57,7 +58,7 @@ type notificBlock struct {
 	d     *Device
 	epoch time.Time
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex[lockrank.Notific]
 	enable uint32
 	tsInc  uint32
 	slots  [notificSlots]nqSlot

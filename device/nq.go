@@ -61,7 +61,7 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	table[id] = fresh
 	d.programNQ(s, fresh)
 	if c != nil {
-		d.freeChunkLocked(c)
+		d.freeChunk(c, 0)
 	}
 	return fresh, 0
 }
@@ -174,7 +174,7 @@ func (d *Device) destroyNQsLocked(nc int) {
 	}
 	for i, c := range d.nq[nc] {
 		if c != nil {
-			d.freeChunkLocked(c)
+			d.freeChunk(c, 0)
 			d.nq[nc][i] = nil
 		}
 	}
@@ -185,7 +185,7 @@ func (d *Device) destroyNQsLocked(nc int) {
 		}
 		for i, c := range d.tsNQ[ts] {
 			if c != nil {
-				d.freeChunkLocked(c)
+				d.freeChunk(c, 0)
 				d.tsNQ[ts][i] = nil
 			}
 		}

@@ -2,7 +2,6 @@ package device
 
 import (
 	"context"
-	"syscall"
 	"time"
 
 	"github.com/neuronfs/neuronfs/dhal"
@@ -239,7 +238,8 @@ func (d *Device) resetSleep(t time.Duration) bool {
 
 // waitResetLocked waits for request id and reaps it: 0 completed, 1 failed
 // or unknown (0 when unknown and check is set), -EINTR when the caller is
-// being terminated. Like the driver, only SIGTERM or SIGKILL end the wait.
+// being terminated. Like the driver, only SIGTERM or SIGKILL end the wait;
+// d.mu is released while it waits.
 func (d *Device) waitResetLocked(ctx context.Context, fatal func() bool, id uint32, check bool) int32 {
 	e := &d.reset
 	req := e.find(id)
@@ -249,12 +249,8 @@ func (d *Device) waitResetLocked(ctx context.Context, fatal func() bool, id uint
 		}
 		return 1
 	}
-	for req.state == resetStarted {
-		// FUSE interrupts for any signal and does not say which: only a
-		// pending SIGTERM or SIGKILL ends the wait, as in the driver.
-		if !d.sleepLocked(ctx) && fatal() {
-			return -int32(syscall.EINTR)
-		}
+	if e := d.waitFatalLocked(ctx, fatal, func() bool { return req.state != resetStarted }); e != 0 {
+		return -int32(e)
 	}
 	for i, r := range e.completed {
 		if r == req {

@@ -2,6 +2,7 @@ package device
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -137,6 +138,23 @@ func TestResetWaitSignals(t *testing.T) {
 	d.mu.Unlock()
 	if got != -int32(syscall.EINTR) || time.Since(start) > 100*time.Millisecond {
 		t.Errorf("wait with SIGTERM pending: %d after %v", got, time.Since(start))
+	}
+}
+
+// A blocked SIGTERM raises no FUSE interrupt; the driver's loop still
+// sees it pending, and so does the emulated wait, which polls for it.
+func TestResetWaitSeesFatalSignalWithoutInterrupt(t *testing.T) {
+	s := newResetSystem(t, time.Second, false)
+	d := s.Devices[1]
+	f := open(t, d, syscall.O_RDWR, 100)
+	call(t, context.Background(), f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
+	var pending atomic.Bool
+	time.AfterFunc(20*time.Millisecond, func() { pending.Store(true) })
+	d.mu.Lock()
+	got := d.waitResetLocked(context.Background(), pending.Load, 100, false)
+	d.mu.Unlock()
+	if got != -int32(syscall.EINTR) {
+		t.Errorf("wait with SIGTERM pending and no interrupt: %d, want -EINTR", got)
 	}
 }
 

@@ -3,8 +3,6 @@ package device
 import (
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -34,19 +32,17 @@ func hbmScrubStart(r *Request) Result {
 	ch := int(v.HBMIndex)
 	start := a.HBMBases[ch] + mempool.CarveoutSize
 	size := a.HBMBases[ch] + a.HBMSize - start
-	d.phys.inUse.Lock()
-	unix.Fallocate(d.phys.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(start), int64(size))
+	// The channel's memory goes back to the host and the pattern is
+	// recorded, then live chunks get it at once. A chunk freed meanwhile
+	// cannot be pinned and does not get memory back.
+	d.phys.punch(start, size)
 	d.pattern.scrub(ch, start, size, v.InitVal)
-	d.phys.inUse.Unlock()
-	// A chunk freed meanwhile must not get its memory back: frees punch
-	// their memory under inUse's write lock, after the pool forgot them.
-	d.phys.inUse.RLock()
 	for _, c := range d.pool.DeviceChunks(ch) {
-		if live, ok := d.pool.Containing(c.PA); ok && live == c {
+		if d.pool.Pin(c) {
 			d.pattern.fill(c.PA, c.Size)
+			d.unpin(c)
 		}
 	}
-	d.phys.inUse.RUnlock()
 	d.mu.Lock()
 	d.scrubbing[v.HBMIndex] = true
 	d.mu.Unlock()

@@ -1,8 +1,9 @@
 package device
 
 import (
-	"encoding/binary"
+	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
@@ -12,7 +13,8 @@ import (
 // physical memory at the core's SEMAPHORE mmap resource (events at +0,
 // the semaphore read window at +0x1000), so a process that maps that
 // resource reads the live values. The ioctls and BAR0 register writes
-// perform the set/increment/decrement arithmetic; stores through a
+// perform the set/increment/decrement arithmetic with atomic operations on
+// those words, as the chip does, so no lock is involved; stores through a
 // mapping are applied by the sweeper (semsweep.go).
 
 const (
@@ -21,21 +23,19 @@ const (
 	eventCount    = 256 // the driver accepts index 256 too (one past the end)
 )
 
-// semWindow maps core nc's event and semaphore area; ok is false for a
-// core the device does not have.
-func (d *Device) semWindow(nc int) (mem []byte, done func(), ok bool) {
+// semWindow returns core nc's event and semaphore area; ok is false for a
+// core the device does not have. The memory stays mapped for the device's
+// life.
+func (d *Device) semWindow(nc int) (mem []byte, ok bool) {
 	res, found := d.sys.Arch.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore)
 	if !found {
-		return nil, nil, false
+		return nil, false
 	}
-	d.phys.inUse.RLock()
-	v, err := d.phys.view(res.Offset&^0xfff, res.Offset&0xfff+res.Size)
-	if err != nil {
-		d.phys.inUse.RUnlock()
-		return nil, nil, false
-	}
-	return v[res.Offset&0xfff:], d.phys.inUse.RUnlock, true
+	return d.dma.mem.local(res.Offset, res.Size)
 }
+
+// word32 is the 32-bit word at b[0:4], for atomic access.
+func word32(b []byte) *uint32 { return (*uint32)(unsafe.Pointer(&b[0])) }
 
 // semOp is what a write to one of the semaphore windows does; the value
 // is also the window's index after the read window.
@@ -54,27 +54,24 @@ const semWindowStride = 0x400
 // the increment and decrement windows add or subtract it. An increment
 // may ring the core's exec doorbell (exec.go). It returns the new value.
 func (d *Device) applySem(nc int, off uint64, op semOp, v uint32) uint32 {
-	mem, done, ok := d.semWindow(nc)
+	mem, ok := d.semWindow(nc)
 	if !ok {
 		return 0
 	}
 	if off >= semReadWindow {
 		off = semReadWindow + (off-semReadWindow)%semWindowStride
 	}
-	word := mem[off : off+4]
-	d.mu.Lock()
-	cur := binary.LittleEndian.Uint32(word)
+	w := word32(mem[off : off+4])
+	var cur uint32
 	switch op {
 	case semIncOp:
-		cur += v
+		cur = atomic.AddUint32(w, v)
 	case semDecOp:
-		cur -= v
+		cur = atomic.AddUint32(w, -v)
 	default:
+		atomic.StoreUint32(w, v)
 		cur = v
 	}
-	binary.LittleEndian.PutUint32(word, cur)
-	d.mu.Unlock()
-	done()
 	if op == semIncOp && off >= semReadWindow {
 		d.onSemIncrement(nc, uint32(off-semReadWindow)/4, v)
 	}
@@ -107,14 +104,11 @@ func semaphoreOp(r *Request) Result {
 		d.applySem(int(v.NCID), semReadWindow+uint64(op)*semWindowStride+4*uint64(idx), op, v.Value)
 		return 0
 	}
-	mem, done, ok := d.semWindow(int(v.NCID))
+	mem, ok := d.semWindow(int(v.NCID))
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	d.mu.Lock()
-	v.Value = binary.LittleEndian.Uint32(mem[semReadWindow+4*int(idx):])
-	d.mu.Unlock()
-	done()
+	v.Value = atomic.LoadUint32(word32(mem[semReadWindow+4*int(idx):]))
 	return copyOut(r, r.Arg, &v)
 }
 
@@ -133,21 +127,17 @@ func eventOp(r *Request) Result {
 	d := r.Dev()
 	nc := int(uint8(v.NCID))
 	var mem []byte
-	var done func()
 	ok := false
 	if nc < d.sys.Arch.CoresPerDevice {
-		mem, done, ok = d.semWindow(nc)
+		mem, ok = d.semWindow(nc)
 	}
 	if ok {
-		word := mem[4*int(idx):]
-		d.mu.Lock()
+		word := word32(mem[4*int(idx):])
 		if r.Cmd == ioctl.CmdEventGet {
-			v.Value = binary.LittleEndian.Uint32(word)
+			v.Value = atomic.LoadUint32(word)
 		} else {
-			binary.LittleEndian.PutUint32(word, v.Value)
+			atomic.StoreUint32(word, v.Value)
 		}
-		d.mu.Unlock()
-		done()
 	} else if r.Cmd == ioctl.CmdEventGet {
 		v.Value = 0
 	}

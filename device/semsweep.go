@@ -23,11 +23,10 @@ var windowOps = []semOp{semSetOp, semIncOp, semDecOp}
 
 // sweepSemaphores applies pending window stores of core nc.
 func (d *Device) sweepSemaphores(nc int) {
-	mem, done, ok := d.semWindow(nc)
+	mem, ok := d.semWindow(nc)
 	if !ok {
 		return
 	}
-	defer done()
 	for _, op := range windowOps {
 		base := semReadWindow + uint64(op)*semWindowStride
 		for i := uint64(0); i < semCount; i += 2 {
@@ -36,8 +35,7 @@ func (d *Device) sweepSemaphores(nc int) {
 				continue
 			}
 			for k := i; k < i+2; k++ {
-				w := (*uint32)(unsafe.Pointer(&mem[base+4*k]))
-				if v := atomic.SwapUint32(w, 0); v != 0 {
+				if v := atomic.SwapUint32(word32(mem[base+4*k:]), 0); v != 0 {
 					d.applySem(nc, semReadWindow+4*k, op, v)
 				}
 			}

@@ -22,34 +22,11 @@ func (r *Request) useChunk(h uint64) (*mempool.Chunk, Result) {
 		return c, res
 	}
 	tgid := r.Caller.Tgid
-	d.mu.Lock()
-	ok := c.PID == 0 || c.PID == tgid || d.given[c][tgid]
-	d.mu.Unlock()
-	if !ok {
+	if c.PID != 0 && c.PID != tgid && !d.pool.SharedWith(c, tgid) {
 		d.log.WithFields(logrus.Fields{"handle": h, "owner": c.PID, "caller": tgid, "cmd": r.Cmd}).Warn("strict: use of another process's chunk refused")
 		return nil, Errno(syscall.EPERM)
 	}
 	return c, 0
-}
-
-// give records that tgid was handed c's handle.
-func (d *Device) give(c *mempool.Chunk, tgid int32) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.given == nil {
-		d.given = map[*mempool.Chunk]map[int32]bool{}
-	}
-	if d.given[c] == nil {
-		d.given[c] = map[int32]bool{}
-	}
-	d.given[c][tgid] = true
-}
-
-// forget drops what give recorded about a freed chunk.
-func (d *Device) forget(c *mempool.Chunk) {
-	d.mu.Lock()
-	delete(d.given, c)
-	d.mu.Unlock()
 }
 
 // useRange resolves a handle for an access to [off, off+size) of its

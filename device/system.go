@@ -6,13 +6,15 @@ package device
 import (
 	"context"
 	"fmt"
-	"sync"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/pod"
 )
@@ -69,6 +71,7 @@ type System struct {
 
 	log      *logrus.Entry
 	dispatch *dispatcher
+	onPanic  atomic.Pointer[func(p any)]
 
 	resetLatency time.Duration
 	timeScale    float64
@@ -89,8 +92,9 @@ type System struct {
 	podRAM         podRAM        // each device's firmware, for the election
 	pod            *pod.Election // nil outside UltraServer and PDS hosts
 
-	mu          sync.Mutex // guards the driver-global state below
+	mu          lockrank.Mutex[lockrank.Host] // guards the driver-global state below
 	metrics     metricsCtl
+	watched     map[int32]*os.File // attached processes' pidfds (watch.go)
 	cores       coreReservations
 	dsClearTick uint64 // orders datastore slot releases host-wide
 	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
@@ -169,6 +173,7 @@ func NewSystem(cfg Config) (*System, error) {
 		s.resetLatency = s.scaled(defaultResetLatency)
 	}
 	s.dispatch = newDispatcher(s.Table)
+	s.watched = map[int32]*os.File{}
 	s.hostSpace = mempool.NewHostSpace()
 	// Before the devices: their first resets feed the election.
 	s.pod = s.newPodElection(cfg.Pod)
@@ -189,9 +194,7 @@ func NewSystem(cfg Config) (*System, error) {
 	// Like probe, construction ends when every device's first reset has.
 	for _, d := range s.Devices {
 		d.mu.Lock()
-		for d.state == StateReset {
-			d.sleepLocked(context.Background())
-		}
+		d.waitFatalLocked(context.Background(), func() bool { return false }, func() bool { return d.state != StateReset })
 		d.mu.Unlock()
 	}
 	return s, nil
@@ -211,6 +214,7 @@ func (s *System) scaled(d time.Duration) time.Duration {
 
 // Close releases the devices' memory. Nothing may use the system after.
 func (s *System) Close() {
+	s.closeWatches()
 	if s.stopSweep != nil {
 		close(s.stopSweep)
 		<-s.sweepDone

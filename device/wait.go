@@ -4,7 +4,20 @@ import (
 	"context"
 	"syscall"
 	"time"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
+
+// The driver's waits, reproduced wait by wait. None holds a lock while it
+// sleeps. A FUSE interrupt (which the kernel sends for ANY signal the
+// caller gets: a timer, a profiler, the Go runtime's preemption) ends
+// none of them by itself: only the two the driver makes interruptible,
+// open while the device is in reset and the reset-ready wait, end early,
+// and only when SIGTERM or SIGKILL is pending for the calling thread.
+
+// fatalPoll is how often an interruptible wait looks for a fatal signal
+// that came without a FUSE interrupt (a blocked signal raises none).
+const fatalPoll = 10 * time.Millisecond
 
 // notifyLocked wakes every waiter of the device; call it, with d.mu held,
 // after any change a waiter may be waiting for.
@@ -16,57 +29,64 @@ func (d *Device) notifyLocked() {
 }
 
 // waitLocked waits, with d.mu held on entry and on return but released
-// while sleeping, until ready() holds. It gives up with EBUSY after budget
-// and EINTR when the caller is interrupted (a FUSE interrupt cancels ctx).
-func (d *Device) waitLocked(ctx context.Context, budget time.Duration, ready func() bool) syscall.Errno {
+// while sleeping, until ready() holds; it gives up with EBUSY after
+// budget. Signals do not end it: every such wait of the driver polls
+// with a bounded budget and never looks at them.
+func (d *Device) waitLocked(budget time.Duration, ready func() bool) syscall.Errno {
 	if ready() {
 		return 0
 	}
 	deadline := time.NewTimer(budget)
 	defer deadline.Stop()
 	for !ready() {
-		if d.changed == nil {
-			d.changed = make(chan struct{})
-		}
-		ch := d.changed
+		ch := d.changedLocked()
 		d.mu.Unlock()
+		lockrank.AssertUnlocked("device wait")
 		select {
 		case <-ch:
 		case <-deadline.C:
 			d.mu.Lock()
+			if ready() {
+				return 0
+			}
 			return syscall.EBUSY
-		case <-ctx.Done():
-			d.mu.Lock()
-			return syscall.EINTR
 		}
 		d.mu.Lock()
 	}
 	return 0
 }
 
-// sleepLocked waits, with d.mu released meanwhile, for the next change of
-// the device or for the caller's interruption. It reports false when it
-// returned because the caller was interrupted (then it also paces itself,
-// since an interrupted context stays done).
-func (d *Device) sleepLocked(ctx context.Context) bool {
+// waitFatalLocked waits like waitLocked, without a budget, until ready()
+// holds or the caller has SIGTERM or SIGKILL pending (EINTR). It checks
+// for the signal at every FUSE interrupt and every fatalPoll.
+func (d *Device) waitFatalLocked(ctx context.Context, fatal func() bool, ready func() bool) syscall.Errno {
+	interrupted := ctx.Done()
+	var tick *time.Ticker
+	for !ready() {
+		if fatal() {
+			return syscall.EINTR
+		}
+		if tick == nil {
+			tick = time.NewTicker(fatalPoll)
+			defer tick.Stop()
+		}
+		ch := d.changedLocked()
+		d.mu.Unlock()
+		lockrank.AssertUnlocked("device wait")
+		select {
+		case <-ch:
+		case <-interrupted:
+			interrupted = nil // an interrupt is sent once; the tick takes over
+		case <-tick.C:
+		}
+		d.mu.Lock()
+	}
+	return 0
+}
+
+func (d *Device) changedLocked() chan struct{} {
 	if d.changed == nil {
 		d.changed = make(chan struct{})
 	}
-	ch := d.changed
-	d.mu.Unlock()
-	defer d.mu.Lock()
-	if ctx.Err() != nil {
-		select {
-		case <-ch:
-			return true
-		case <-time.After(10 * time.Millisecond):
-			return false
-		}
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return d.changed
 }

@@ -9,7 +9,9 @@ import (
 )
 
 // fatalSignalPending reports whether SIGTERM or SIGKILL is pending for the
-// task (thread or process-wide), from /proc/<tid>/status.
+// thread itself, from /proc/<tid>/status. The driver looks at the
+// thread's private set only (current->pending); a fatal signal sent to a
+// process lands there too, as SIGKILL on every thread.
 func fatalSignalPending(tid int32) bool {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
@@ -20,7 +22,7 @@ func fatalSignalPending(tid int32) bool {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (k != "SigPnd" && k != "ShdPnd") {
+		if !ok || k != "SigPnd" {
 			continue
 		}
 		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&fatal != 0 {

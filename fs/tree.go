@@ -5,9 +5,9 @@ package fs
 import (
 	"context"
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Paths of the tree, relative to the mount point.
@@ -44,7 +46,7 @@ type FS struct {
 	rootFd     int    // O_PATH of the root: reaches the tree even after a lazy unmount
 	connDev    uint64 // kernel dev_t of the connection, for fusectl
 
-	behalfMu     sync.Mutex
+	behalfMu     lockrank.Mutex[lockrank.Transport]
 	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
 	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
 
@@ -57,6 +59,9 @@ type FS struct {
 	devIno   map[uint64]int
 	mountDev atomic.Uint64
 }
+
+// panicExit is the daemon's exit status after a handler panic.
+const panicExit = 70
 
 // Options tune the mount.
 type Options struct {
@@ -118,6 +123,13 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.connDev = KernelDev(uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev)))
 		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
 	}
+	// A handler panic may leave a lock held: end the daemon cleanly rather
+	// than serve on and hang callers behind it.
+	sys.SetPanicHandler(func(p any) {
+		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
+		f.Abort()
+		os.Exit(panicExit)
+	})
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
 		if !opts.DegradedMmap {
