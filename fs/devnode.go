@@ -33,7 +33,9 @@ func (n *devNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 }
 
 func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	f, errno := n.dev.Open(ctx, n.fsys.caller(ctx), int(flags))
+	caller := n.fsys.caller(ctx)
+	defer n.fsys.watch.end(n.fsys.watch.begin(opOpen, 0, n.dev.Index, caller.Tid, caller.Tgid))
+	f, errno := n.dev.Open(ctx, caller, int(flags))
 	if errno != 0 {
 		return nil, 0, errno
 	}
@@ -49,6 +51,7 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 		return 0, syscall.EBADF
 	}
 	caller := n.fsys.caller(ctx)
+	defer n.fsys.watch.end(n.fsys.watch.begin(opIoctl, cmd, n.dev.Index, caller.Tid, caller.Tgid))
 	call := &ioctlCall{
 		mem: windowMemory{callerMemory: callerMemory{pid: int(caller.Tid)}, start: arg},
 		req: device.Request{Ctx: ctx, File: df.f, Cmd: cmd, Arg: arg, Caller: caller},
@@ -104,11 +107,14 @@ func (f *devFile) PassthroughFd() (int, bool) {
 }
 
 func (f *devFile) Flush(ctx context.Context) syscall.Errno {
-	f.f.Flush(ctx, f.fsys.caller(ctx))
+	caller := f.fsys.caller(ctx)
+	defer f.fsys.watch.end(f.fsys.watch.begin(opFlush, 0, f.f.Dev.Index, caller.Tid, caller.Tgid))
+	f.f.Flush(ctx, caller)
 	return 0
 }
 
 func (f *devFile) Release(ctx context.Context) syscall.Errno {
+	defer f.fsys.watch.end(f.fsys.watch.begin(opRelease, 0, f.f.Dev.Index, callerTid(ctx), 0))
 	f.f.Release()
 	return 0
 }

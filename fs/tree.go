@@ -58,6 +58,8 @@ type FS struct {
 	// nodes' mappings in /proc/<pid>/maps.
 	devIno   map[uint64]int
 	mountDev atomic.Uint64
+
+	watch *watchdog // the slow-request log (watchdog.go)
 }
 
 // panicExit is the daemon's exit status after a handler panic.
@@ -71,6 +73,10 @@ type Options struct {
 	// with the daemon (no FUSE passthrough): every ioctl works, mapped
 	// memory does not.
 	DegradedMmap bool
+	// DumpOnSIGUSR1 writes every goroutine's stack to the log when the
+	// process gets SIGUSR1, for as long as the mount is served (the
+	// daemon sets it; see diag.go).
+	DumpOnSIGUSR1 bool
 	// withoutPassthrough opens device files without passthrough, as on a
 	// kernel that lacks it (for testing the self-test).
 	withoutPassthrough bool
@@ -84,6 +90,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	now := time.Now()
 	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
+	f.watch = newWatchdog(f)
 	// allow_other: every user may use the devices; default_permissions:
 	// the kernel enforces the sysfs modes (0400, 0600...).
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
@@ -113,6 +120,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
 	f.server = server
+	f.startDiagnostics(opts)
 	f.mountpoint = dir
 	if f.rootFd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		f.Unmount()
@@ -254,6 +262,7 @@ func (f *FS) build(ctx context.Context) {
 	for _, a := range f.sys.ControlAttributes() {
 		f.add(ctx, ControlDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}
+	f.addDiagnostics(ctx)
 }
 
 // dir returns the directory at path, creating missing components.

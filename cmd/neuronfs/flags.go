@@ -60,7 +60,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 
 // fsOptions returns the mount options the flags ask for.
 func (h *hostFlags) fsOptions(log *logrus.Entry) fs.Options {
-	return fs.Options{Debug: h.debug, Log: log, DegradedMmap: h.degraded}
+	return fs.Options{Debug: h.debug, Log: log, DegradedMmap: h.degraded, DumpOnSIGUSR1: true}
 }
 
 // args renders the flags back into a command line.

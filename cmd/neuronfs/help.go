@@ -22,7 +22,8 @@ SIGINT or SIGTERM. With --host, mounts the tree privately under --state-dir
 and binds /dev/neuronN, /sys/class/neuron_device,
 /sys/devices/virtual/neuron_device and /sys/module/neuron onto this host, so
 containers can use them; every bind is undone on exit ('neuronfs cleanup'
-after a SIGKILL).`,
+after a SIGKILL). SIGUSR1 writes every goroutine's stack to the log, and so
+does reading MOUNTPOINT/neuronfs/goroutines (root).`,
 	"cleanup": `usage: neuronfs cleanup [--state-dir DIR]
 
 Undoes the binds and the mount of a 'mount --host' daemon that is gone
@@ -31,7 +32,8 @@ whose daemon has died.`,
 	"run": `usage: neuronfs run [flags] -- CMD [ARGS...]
 
 Runs CMD in a private mount namespace with /dev/neuronN and the driver's
-sysfs at their real paths. The exit status is CMD's.`,
+sysfs at their real paths. The exit status is CMD's. SIGUSR1 makes the
+serving daemon write every goroutine's stack to the log.`,
 	"ls": `usage: neuronfs ls [--json-output] [--root DIR]
 
 Lists the Neuron devices, as the vendor's neuron-ls does.`,

@@ -67,14 +67,15 @@ func cmdRun(args []string) int {
 	// A new mount namespace with private propagation: nothing done inside
 	// reaches the host, and everything vanishes with the last process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	return runForwardingSignals(cmd, 1)
+	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
+	return runForwardingSignals(cmd, 1, syscall.SIGUSR1)
 }
 
 // runForwardingSignals runs cmd, passes on the signals a terminal or a
-// supervisor sends, and returns its shell-style status (failStatus if it
-// cannot start).
-func runForwardingSignals(cmd *exec.Cmd, failStatus int) int {
-	wait, err := startForwardingSignals(cmd)
+// supervisor sends (and extra), and returns its shell-style status
+// (failStatus if it cannot start).
+func runForwardingSignals(cmd *exec.Cmd, failStatus int, extra ...os.Signal) int {
+	wait, err := startForwardingSignals(cmd, extra...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return failStatus
@@ -83,10 +84,11 @@ func runForwardingSignals(cmd *exec.Cmd, failStatus int) int {
 }
 
 // startForwardingSignals starts cmd and returns the function that waits
-// for its status while passing signals on.
-func startForwardingSignals(cmd *exec.Cmd) (func() int, error) {
+// for its status while passing signals (SIGINT, SIGTERM, SIGHUP and
+// extra) on.
+func startForwardingSignals(cmd *exec.Cmd, extra ...os.Signal) (func() int, error) {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, append([]os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		signal.Stop(sigs)
 		return nil, err

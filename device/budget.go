@@ -1,0 +1,128 @@
+package device
+
+import (
+	"time"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/pod"
+)
+
+// Request budgets: how long the driver lets each command (and open and
+// flush) run before it gives up on its own, from the driver's constants
+// that the handlers use. A request that runs much longer than its budget
+// is stuck in the emulation, not waiting as the driver would, and the
+// transport's watchdog reports it (see fs's slow-request log). This file
+// is the one place that knows them.
+
+// budgetSlack is added to every budget (on top of half the budget) so
+// that a loaded machine, or one running the race detector, does not make
+// a request that waits out its full driver budget look stuck.
+const budgetSlack = time.Second
+
+// defaultBudget covers every command that does not wait: the driver
+// answers them in microseconds.
+const defaultBudget = time.Second
+
+// copyBudget is the driver's least wait for a buffer copy, a memset or an
+// async-copy wait (minCopyWait). The driver adds 80 ms per 64 KiB
+// descriptor beyond that, which the command value alone does not tell;
+// the emulated engines move gigabytes per second, so the floor covers
+// every copy short of several GiB.
+const copyBudget = minCopyWait
+
+// podBudget is one exchange with the pod coordinator, the longest a pod
+// command can be held up by a running election.
+const podBudget = pod.RPCTimeout
+
+// withSlack is what the watchdog allows a request whose driver budget is b.
+func withSlack(b time.Duration) time.Duration { return b + b/2 + budgetSlack }
+
+// Budget returns how long an ioctl with command value cmd may run before
+// the daemon reports it as slow: the driver's own budget for the command
+// plus a slack. Commands unknown to the emulated driver version get the
+// default budget.
+func (s *System) Budget(cmd uint32) time.Duration {
+	return withSlack(s.driverBudget(cmd))
+}
+
+// OpenBudget is Budget for an open of a device node: the driver's open
+// waits while the device is in reset.
+func (s *System) OpenBudget() time.Duration { return withSlack(s.resetBudget()) }
+
+// FlushBudget is Budget for the flush of a device file: a process's last
+// flush waits for the reset it asked for, then releases what it held.
+func (s *System) FlushBudget() time.Duration { return withSlack(s.resetBudget()) }
+
+// ReleaseBudget is Budget for the release of a device file, which never
+// waits.
+func (s *System) ReleaseBudget() time.Duration { return withSlack(defaultBudget) }
+
+// CommandName returns the macro name of command value cmd in the emulated
+// driver version (matching the families the driver routes by _IOC_NR), or
+// "" when the version has no such command.
+func (s *System) CommandName(cmd uint32) string {
+	if c := s.command(cmd); c != nil {
+		return c.Name
+	}
+	return ""
+}
+
+// command finds cmd by exact value, then as a member of an _IOC_NR family.
+func (s *System) command(cmd uint32) *ioctl.Command {
+	if c, ok := s.Table.Lookup(cmd); ok {
+		return c
+	}
+	for _, c := range s.Table.ByNr(ioctl.Nr(cmd)) {
+		if c.MatchByNr {
+			return c
+		}
+	}
+	return nil
+}
+
+// driverBudget is the driver's budget for cmd, without slack.
+func (s *System) driverBudget(cmd uint32) time.Duration {
+	c := s.command(cmd)
+	if c == nil {
+		return defaultBudget
+	}
+	switch c.Name {
+	case "NEURON_IOCTL_NC_RESET_READY", "NEURON_IOCTL_DEVICE_READY":
+		return s.resetBudget()
+	case "NEURON_IOCTL_CRWL_READER_ENTER":
+		return crwlReaderWait
+	case "NEURON_IOCTL_CRWL_WRITER_ENTER":
+		return crwlWriterWait
+	case "NEURON_IOCTL_CINIT_SET_STATE":
+		return cinitWait
+	case "NEURON_IOCTL_MEM_COPY", "NEURON_IOCTL_MEM_COPY64",
+		"NEURON_IOCTL_MEM_BUF_COPY", "NEURON_IOCTL_MEM_BUF_COPY64",
+		"NEURON_IOCTL_MEM_BUF_ZEROCOPY64", "NEURON_IOCTL_MEM_BUF_ZEROCOPY64_BATCHES",
+		"NEURON_IOCTL_MEMSET", "NEURON_IOCTL_MEMSET64",
+		"NEURON_IOCTL_MEM_COPY_ASYNC", "NEURON_IOCTL_MEM_COPY_ASYNC64",
+		"NEURON_IOCTL_MEM_COPY_ASYNC_WAIT":
+		return copyBudget
+	case "NEURON_IOCTL_SEMAPHORE_INCREMENT", "NEURON_IOCTL_SEMAPHORE_WRITE":
+		// An increment may ring a core's exec doorbell, which runs the
+		// staged DMA queues before it returns.
+		return execQueueWait
+	case "NEURON_IOCTL_POD_INFO", "NEURON_IOCTL_POD_STATUS", "NEURON_IOCTL_POD_STATUS_V2",
+		"NEURON_IOCTL_POD_CTRL", "NEURON_IOCTL_POD_CTRL_V2":
+		return podBudget
+	}
+	return defaultBudget
+}
+
+// resetBudget bounds a wait for a reset: the driver's wait for the
+// firmware to take the request, its reads of the status after it (0+1+2+
+// 3+4 sleeps), both scaled by the time scale, and the emulation's floor
+// for the latter. A waiter may queue behind a reset in progress: two.
+func (s *System) resetBudget() time.Duration {
+	sleeps := time.Duration(0)
+	for i := range dhal.ResetCompletionReads {
+		sleeps += time.Duration(i) * dhal.ResetCompletionSleepsStep
+	}
+	one := s.scaled(s.Arch.ResetInitiateMaxWait) + max(s.scaled(sleeps), minResetWait) + s.resetLatency
+	return 2 * one
+}
