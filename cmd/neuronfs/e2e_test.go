@@ -83,12 +83,17 @@ func neuronfs(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// hostView is what must not change on the host.
+// hostView is what `run` could change on the host, and nothing else: any
+// program may add or remove host devices meanwhile (a loop device, a
+// pty), so entry counts are no measure. It lists the neuron entries of
+// /dev and of the sysfs directories run covers, the mount table under
+// /dev, /sys and /proc/devices (and any neuronfs mount outside a test's
+// temporary directory), and the neuron lines of /proc/devices.
 func hostView(t *testing.T) string {
 	var b strings.Builder
-	for _, dir := range []string{"/dev", "/sys/class", "/sys/devices/virtual", "/sys/module"} {
+	for _, dir := range []string{"/dev", "/sys/class", "/sys/devices/virtual", "/sys/module", "/sys/bus/pci/drivers"} {
 		entries, err := os.ReadDir(dir)
-		if err != nil {
+		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
@@ -96,10 +101,18 @@ func hostView(t *testing.T) string {
 				fmt.Fprintf(&b, "%s/%s\n", dir, e.Name())
 			}
 		}
-		fmt.Fprintf(&b, "%s: %d entries\n", dir, len(entries))
 	}
-	// Mounts under /dev and /sys, and any neuronfs mount outside a test's
-	// temporary directory (tests of other packages mount there).
+	// /sys/dev/char links to a neuron device.
+	links, _ := os.ReadDir("/sys/dev/char")
+	for _, e := range links {
+		if target, err := os.Readlink(filepath.Join("/sys/dev/char", e.Name())); err == nil && strings.Contains(target, "neuron") {
+			fmt.Fprintf(&b, "/sys/dev/char/%s -> %s\n", e.Name(), target)
+		}
+	}
+	// Mounts under /dev and /sys and over /proc/devices, and any neuronfs
+	// mount outside a test's temporary directory (tests of other packages
+	// mount there). The FUSE control filesystem is left out: aborting a
+	// connection mounts it where the kernel expects it, once per boot.
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +123,23 @@ func hostView(t *testing.T) string {
 			continue
 		}
 		mp := f[4]
-		if strings.HasPrefix(mp, "/dev") || strings.HasPrefix(mp, "/sys") ||
+		under := func(dir string) bool { return mp == dir || strings.HasPrefix(mp, dir+"/") }
+		if mp == "/sys/fs/fuse/connections" {
+			continue
+		}
+		if under("/dev") || under("/sys") || under("/proc/devices") ||
 			(strings.Contains(line, "neuronfs") && !strings.HasPrefix(mp, os.TempDir())) {
 			b.WriteString(line + "\n")
+		}
+	}
+	// The major run registers for its namespace.
+	devices, err := os.ReadFile("/proc/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(devices), "\n") {
+		if strings.Contains(line, "neuron") {
+			fmt.Fprintf(&b, "/proc/devices: %s\n", line)
 		}
 	}
 	return b.String()
