@@ -25,6 +25,9 @@ for f in abi_structs_gen.go abi_commands_gen.go; do
 	fi
 done
 
+# Test binaries check the lock order themselves; daemons the tests start
+# from a built neuronfs check it too with this.
+export NEURONFS_LOCKCHECK=1
 go test -race -count=1 ./...
 
 fuzztime=${NEURONFS_FUZZTIME:-15s}
