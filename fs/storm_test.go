@@ -89,12 +89,12 @@ func TestStorm(t *testing.T) {
 	dmn := testutil.StartDaemon(t, device.Config{Instance: "trn2.48xlarge"})
 	t.Logf("storm: %d rounds of %d processes for %gs each, deadline %v, NEURONFS_STORM_SEED=%d",
 		cfg.rounds, cfg.procs, cfg.seconds, cfg.deadline, cfg.seed)
-	debug.FreeOSMemory()
-	rssBefore := rssKiB(t)
 	goroutinesBefore := goruntime.NumGoroutine()
+	debug.FreeOSMemory()
+	rssStart := rssKiB(t)
+	rssBefore := rssStart
 	start := time.Now()
 	for r := range cfg.rounds {
-		roundStart := time.Now()
 		seed := cfg.seed + int64(r)*1000
 		problems := stormRound(t, dmn, cfg, r, seed)
 		for _, p := range problems {
@@ -103,8 +103,13 @@ func TestStorm(t *testing.T) {
 		if t.Failed() {
 			t.FailNow()
 		}
-		if testing.Verbose() {
-			t.Logf("round %d passed in %v", r, time.Since(roundStart).Round(time.Millisecond))
+		if r == 0 && cfg.rounds > 1 {
+			// The first round builds what every device builds once (heap
+			// arenas, the race detector's shadow, buffers of the FUSE
+			// server): memory growth is measured from its end.
+			debug.FreeOSMemory()
+			rssBefore = rssKiB(t)
+			t.Logf("daemon RSS %d KiB at the start, %d KiB after the first round", rssStart, rssBefore)
 		}
 	}
 	t.Logf("%d rounds in %v", cfg.rounds, time.Since(start).Round(time.Millisecond))
@@ -144,6 +149,7 @@ func stormRound(t *testing.T, dmn *testutil.Daemon, cfg stormConfig, round int, 
 	rng := rand.New(rand.NewSource(seed))
 	helpers := make([]*stormHelper, cfg.procs)
 	run := time.Duration(cfg.seconds * float64(time.Second))
+	started := time.Now()
 	for i := range helpers {
 		h := &stormHelper{stderr: &tailBuffer{max: 4096}}
 		h.cmd = helperCmd(t, "storm", "NEURONFS_ROOT="+dmn.Dir, fmt.Sprintf("NEURONFS_SEED=%d", seed+int64(i)),
@@ -174,13 +180,17 @@ func stormRound(t *testing.T, dmn *testutil.Daemon, cfg stormConfig, round int, 
 	// daemon is wedged it may block for good on a daemon lock, and the
 	// test must still end.
 	result := make(chan []string, 1)
-	phase := &atomic.Value{}
+	phase, timing := &atomic.Value{}, &atomic.Value{}
 	phase.Store("waiting for the clients")
-	go func() { result <- stormFinish(dmn, helpers, deadline, phase) }()
+	timing.Store("")
+	go func() { result <- stormFinish(dmn, helpers, started, deadline, phase, timing) }()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case problems := <-result:
+		if testing.Verbose() {
+			t.Logf("round %d ended: %s", round, timing.Load())
+		}
 		return problems
 	case <-timer.C:
 	}
@@ -230,7 +240,7 @@ func stormRound(t *testing.T, dmn *testutil.Daemon, cfg stormConfig, round int, 
 // stormFinish waits for a round's clients and checks the daemon's state
 // afterwards. It reports problems instead of failing the test; phase
 // says what it is doing, for the hang report.
-func stormFinish(dmn *testutil.Daemon, helpers []*stormHelper, deadline time.Time, phase *atomic.Value) (problems []string) {
+func stormFinish(dmn *testutil.Daemon, helpers []*stormHelper, started, deadline time.Time, phase, timing *atomic.Value) (problems []string) {
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	var wg sync.WaitGroup
 	for _, h := range helpers {
@@ -242,6 +252,10 @@ func stormFinish(dmn *testutil.Daemon, helpers []*stormHelper, deadline time.Tim
 		}()
 	}
 	wg.Wait()
+	clientsEnded := time.Now()
+	defer func() {
+		timing.Store(fmt.Sprintf("clients %v, checks %v", clientsEnded.Sub(started).Round(time.Millisecond), time.Since(clientsEnded).Round(time.Millisecond)))
+	}()
 	for _, h := range helpers {
 		if h.kill != nil {
 			h.kill.Stop()
@@ -261,25 +275,38 @@ func stormFinish(dmn *testutil.Daemon, helpers []*stormHelper, deadline time.Tim
 	// device (until their core is reset), as on the driver: reset every
 	// core before the baseline. A fresh process gets a datastore.
 	phase.Store("checking every device answers")
+	var failMu sync.Mutex
+	var devs sync.WaitGroup
 	for _, d := range sys.Devices {
-		rd, err := host.Open(d.Index)
-		if err != nil {
-			fail("neuron%d: open after the round: %v", d.Index, err)
-			continue
-		}
-		if _, err := rd.BasicInfo(); err != nil {
-			fail("neuron%d: %v", d.Index, err)
-		}
-		if err := rd.Reset(allCores); err != nil {
-			fail("neuron%d: reset after the round: %v", d.Index, err)
-		}
-		if _, err := rd.AcquireDatastore(0); err != nil {
-			fail("neuron%d: datastore after the round: %v", d.Index, err)
-		} else if err := rd.ReleaseDatastore(); err != nil {
-			fail("neuron%d: datastore release: %v", d.Index, err)
-		}
-		rd.Close()
+		devs.Add(1)
+		go func() {
+			defer devs.Done()
+			var bad []string
+			defer func() {
+				failMu.Lock()
+				problems = append(problems, bad...)
+				failMu.Unlock()
+			}()
+			rd, err := host.Open(d.Index)
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("neuron%d: open after the round: %v", d.Index, err))
+				return
+			}
+			defer rd.Close()
+			if _, err := rd.BasicInfo(); err != nil {
+				bad = append(bad, fmt.Sprintf("neuron%d: %v", d.Index, err))
+			}
+			if err := rd.Reset(allCores); err != nil {
+				bad = append(bad, fmt.Sprintf("neuron%d: reset after the round: %v", d.Index, err))
+			}
+			if _, err := rd.AcquireDatastore(0); err != nil {
+				bad = append(bad, fmt.Sprintf("neuron%d: datastore after the round: %v", d.Index, err))
+			} else if err := rd.ReleaseDatastore(); err != nil {
+				bad = append(bad, fmt.Sprintf("neuron%d: datastore release: %v", d.Index, err))
+			}
+		}()
 	}
+	devs.Wait()
 	// Then it is back at its baseline. Closes end with an asynchronous
 	// release: wait for the state to settle, but not past the deadline.
 	settle := func(what string, check func() []string) {
@@ -394,28 +421,55 @@ func allStacks() []byte {
 }
 
 // lockSummary picks from a goroutine dump those blocked on a mutex or a
-// read-write lock inside the emulated driver and keeps their driver
-// frames: the lock cycle of a deadlock reads from it.
+// read-write lock inside the emulated driver, keeps their driver frames
+// (function names only) and counts goroutines with the same frames: the
+// lock cycle of a deadlock reads from the few distinct stacks.
 func lockSummary(stacks []byte) string {
-	var out strings.Builder
+	count := map[string]int{}
+	var order []string
 	for _, g := range bytes.Split(stacks, []byte("\n\n")) {
 		lines := strings.Split(string(g), "\n")
-		if len(lines) < 2 || !strings.Contains(lines[0], "[sync.") && !strings.Contains(lines[0], "[semacquire") {
+		if len(lines) < 2 {
+			continue
+		}
+		state := lines[0]
+		if i := strings.Index(state, "["); i >= 0 {
+			state = strings.TrimSuffix(strings.SplitN(state[i+1:], ",", 2)[0], "]:")
+		}
+		if !strings.HasPrefix(state, "sync.") && !strings.HasPrefix(state, "semacquire") {
 			continue
 		}
 		var frames []string
 		for _, l := range lines[1:] {
-			if strings.Contains(l, "neuronfs/device.") || strings.Contains(l, "neuronfs/fs.") || strings.Contains(l, "neuronfs/mmio.") || strings.Contains(l, "neuronfs/dma.") {
-				frames = append(frames, "    "+strings.TrimSpace(l))
+			for _, pkg := range []string{"neuronfs/device.", "neuronfs/fs.", "neuronfs/mmio.", "neuronfs/dma."} {
+				if i := strings.Index(l, pkg); i >= 0 && !strings.HasPrefix(l, "\t") {
+					name := l[i+len("neuronfs/"):]
+					if j := strings.LastIndex(name, "("); j > 0 {
+						name = name[:j]
+					}
+					if j := strings.Index(name, " in goroutine"); j > 0 {
+						name = name[:j]
+					}
+					frames = append(frames, "    "+name)
+					break
+				}
 			}
 		}
 		if len(frames) == 0 {
 			continue
 		}
-		out.WriteString(lines[0] + "\n" + strings.Join(frames, "\n") + "\n")
+		key := "[" + state + "]\n" + strings.Join(frames, "\n")
+		if count[key] == 0 {
+			order = append(order, key)
+		}
+		count[key]++
 	}
-	if out.Len() == 0 {
+	if len(order) == 0 {
 		return "(none)"
+	}
+	var out strings.Builder
+	for _, k := range order {
+		fmt.Fprintf(&out, "%d goroutine(s) %s\n", count[k], k)
 	}
 	return out.String()
 }
