@@ -98,7 +98,7 @@ func (d *Device) PhysFd() int { return d.phys.fd }
 // PhysView returns [pa, pa+size) of the device's physical memory as the
 // daemon sees it, for tests and self-tests.
 func (d *Device) PhysView(pa, size uint64) ([]byte, error) {
-	v, ok := d.dma.mem.local(pa, size)
+	v, ok := d.dma.mem.Local(pa, size)
 	if !ok {
 		return nil, fmt.Errorf("physical range %#x+%#x outside the device's memory", pa, size)
 	}

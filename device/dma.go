@@ -28,7 +28,7 @@ const (
 
 // dmaState is the driver's bookkeeping around the engines.
 type dmaState struct {
-	mem     *engineMemory
+	mem     *dma.Space
 	engines []*dma.Engine        // hardware engines; the driver's array is larger
 	owner   map[[2]int]int32     // queues initialised by a process, by (engine, queue)
 	claims  map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
@@ -43,10 +43,10 @@ type dmaState struct {
 
 func (d *Device) initDMA() error {
 	f := d.sys.Arch
-	d.dma.mem = newEngineMemory(d.phys.fd, f)
-	d.dma.mem.touch = d.pattern.fill
-	d.dma.mem.hostLo, d.dma.mem.hostHi = f.HostBase, f.HostBase+dhal.HostMemorySpan
-	d.dma.mem.hostOwner = func(pa uint64) *engineMemory {
+	d.dma.mem = dma.NewSpace(d.phys.fd, engineWindows(f))
+	d.dma.mem.Touch = d.pattern.fill
+	d.dma.mem.HostLo, d.dma.mem.HostHi = f.HostBase, f.HostBase+dhal.HostMemorySpan
+	d.dma.mem.HostOwner = func(pa uint64) *dma.Space {
 		if o, ok := d.sys.hostSpace.Owner(pa - f.HostBase); ok {
 			if other, ok := o.(*Device); ok {
 				return other.dma.mem
@@ -76,6 +76,24 @@ func (d *Device) initDMA() error {
 	return d.initDriverRings()
 }
 
+// engineWindows is what a device's engines reach: HBM, host memory under
+// the route bit, the special resources (state buffers, semaphore areas)
+// and the regions PROGRAM_ENGINE writes.
+func engineWindows(f *dhal.ArchFacts) []dma.Range {
+	var rs []dma.Range
+	for _, b := range f.HBMBases {
+		rs = append(rs, dma.Range{Base: b, Size: f.HBMSize})
+	}
+	rs = append(rs, dma.Range{Base: f.HostBase, Size: dhal.HostMemorySpan})
+	for _, r := range f.MmapResources() {
+		rs = append(rs, dma.Range{Base: r.Offset, Size: r.Size})
+	}
+	for _, r := range f.ProgramRegions() {
+		rs = append(rs, dma.Range{Base: r.Base, Size: r.Size})
+	}
+	return rs
+}
+
 // stopDMA halts every engine and waits (briefly) for the workers.
 func (d *Device) stopDMA() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -86,7 +104,7 @@ func (d *Device) stopDMA() {
 			e.WaitIdle(ctx, q)
 		}
 	}
-	d.dma.mem.close()
+	d.dma.mem.Close()
 }
 
 // engine returns engine id: EINVAL beyond the driver's array. Slots the

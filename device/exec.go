@@ -8,6 +8,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/nq"
 )
 
 // The exec doorbell. An increment of a core's inference-start semaphore
@@ -104,16 +105,12 @@ func (d *Device) serveDoorbells(nc, max int) {
 func (d *Device) runInference(nc int) {
 	started := time.Now()
 	d.runExecQueues(nc)
-	nq := d.mmio.coreNQ[nc]
-	for e := range dhal.ComputeEngines {
-		nq.emit(dhal.InferStatusSlot+e, record(e, dhal.RecordStart))
-	}
+	notific := d.mmio.coreNQ[nc]
+	notific.EmitInfer(dhal.RecordStart)
 	if lat := d.sys.execLatency; lat > 0 {
 		time.Sleep(lat)
 	}
-	for e := range dhal.ComputeEngines {
-		nq.emit(dhal.InferStatusSlot+e, record(e, dhal.RecordEnd))
-	}
+	notific.EmitInfer(dhal.RecordEnd)
 	d.metrics.Add(nc, "other_info/inference_count", 1)
 	// The core was busy for the run: utilisation tools read this.
 	d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(time.Since(started).Microseconds(), 1)))
@@ -122,18 +119,8 @@ func (d *Device) runInference(nc int) {
 // runHalt stops core nc's idle program.
 func (d *Device) runHalt(nc int) {
 	d.runExecQueues(nc) // the halt request itself is staged there
-	nq := d.mmio.coreNQ[nc]
-	for _, code := range []uint16{dhal.RecordInit, dhal.RecordHalt} {
-		for e := range dhal.ComputeEngines {
-			nq.emit(dhal.InferStatusSlot+e, record(e, code))
-		}
-	}
-}
-
-func record(engine int, code uint16) (rec [recordSize]byte) {
-	rec[3] = dhal.EngineNotifyType[engine]
-	rec[6], rec[7] = byte(code), byte(code>>8)
-	return rec
+	d.mmio.coreNQ[nc].EmitInfer(dhal.RecordInit)
+	d.mmio.coreNQ[nc].EmitInfer(dhal.RecordHalt)
 }
 
 // runExecQueues arms the device-driven queues of core nc's engines (those
@@ -180,16 +167,6 @@ func (d *Device) resetExecLocked(nc int) {
 	ce.mu.Unlock()
 }
 
-// Error records. The runtime drains each core's ERROR queue (NOTIFIC
-// slot 2) after every execution. The bit layout of an error record is not
-// documented; this one carries the ERROR type (0x03) in the header, the
-// engine and queue in bytes 4-5 and 6-7, and the emulated queue status
-// bits in bytes 0-1.
-const (
-	errorSlot       = 2
-	errorRecordType = 0x03
-)
-
 // reportDMAAbort writes an error record for a queue that stopped on an
 // error into its core's ERROR queue and counts it in sysfs.
 func (d *Device) reportDMAAbort(eng, qid int, status uint32) {
@@ -198,11 +175,6 @@ func (d *Device) reportDMAAbort(eng, qid int, status uint32) {
 	if nc >= len(d.mmio.coreNQ) {
 		return // an h2t engine: no core of its own
 	}
-	var rec [recordSize]byte
-	rec[0], rec[1] = byte(status), byte(status>>8)
-	rec[3] = errorRecordType
-	rec[4], rec[5] = byte(eng), byte(eng>>8)
-	rec[6], rec[7] = byte(qid), byte(qid>>8)
-	d.mmio.coreNQ[nc].emit(errorSlot, rec)
+	d.mmio.coreNQ[nc].Emit(nq.ErrorSlot, nq.DMAAbortRecord(eng, qid, status))
 	d.metrics.Add(nc, "status/hw_dma_abort_error", 1)
 }

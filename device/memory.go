@@ -295,7 +295,7 @@ func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done fu
 	if !d.pool.Pin(c) {
 		return nil, nil, Errno(syscall.EINVAL)
 	}
-	v, ok := d.dma.mem.local(c.PA+off, n)
+	v, ok := d.dma.mem.Local(c.PA+off, n)
 	if !ok {
 		d.unpin(c)
 		return nil, nil, Errno(syscall.ENOMEM)

@@ -8,6 +8,7 @@ import (
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/mmio"
+	"github.com/neuronfs/neuronfs/nq"
 )
 
 // firmwareAPIVersion is what the emulated firmware reports at misc-RAM 0:
@@ -20,7 +21,7 @@ type mmioState struct {
 	fw  *mmio.Firmware
 	fwc *mmio.Client
 	// NOTIFIC blocks of the cores and of the TOP_SPs.
-	coreNQ, topSPNQ []*notificBlock
+	coreNQ, topSPNQ []*nq.Block
 }
 
 // engineBlock shows a DMA engine's registers in BAR0.
@@ -104,16 +105,16 @@ func (d *Device) initMMIO() error {
 	for c := range f.CoresPerDevice {
 		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(c) + dhal.TPBEventsOffset, Size: dhal.TPBSemaphoreArea, Block: semBlock{d, c}})
 	}
-	var coreNQ, topSPNQ []*notificBlock
+	var coreNQ, topSPNQ []*nq.Block
 	for c := range f.CoresPerDevice {
-		b := newNotificBlock(d)
+		b := nq.NewBlock(mem, d.sys.epoch)
 		coreNQ = append(coreNQ, b)
-		regions = append(regions, mmio.Region{Name: "notific", Base: f.NotificationBlock(c), Size: notificBlockSize, Block: b})
+		regions = append(regions, mmio.Region{Name: "notific", Base: f.NotificationBlock(c), Size: nq.BlockSize, Block: b})
 	}
 	for ts := range f.TopSPsPerDevice {
-		b := newNotificBlock(d)
+		b := nq.NewBlock(mem, d.sys.epoch)
 		topSPNQ = append(topSPNQ, b)
-		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: notificBlockSize, Block: b})
+		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: nq.BlockSize, Block: b})
 	}
 	bar, err := mmio.NewBAR(f.BAR0Size, regions)
 	if err != nil {

@@ -81,7 +81,7 @@ func (d *Device) programNQ(s nqSpec, c *mempool.Chunk) {
 		blocks = d.mmio.topSPNQ
 	}
 	if id := int(uint8(s.devID)); id < len(blocks) {
-		blocks[id].program(int(s.engine), c.PA, s.size)
+		blocks[id].Program(int(s.engine), c.PA, s.size)
 	}
 }
 
@@ -170,7 +170,7 @@ func (d *Device) destroyNQsLocked(nc int) {
 		return
 	}
 	if d.mmio.coreNQ != nil {
-		d.mmio.coreNQ[nc].halt()
+		d.mmio.coreNQ[nc].Halt()
 	}
 	for i, c := range d.nq[nc] {
 		if c != nil {
@@ -181,7 +181,7 @@ func (d *Device) destroyNQsLocked(nc int) {
 	per := a.TopSPsPerDevice / a.CoresPerDevice
 	for ts := nc * per; ts < (nc+1)*per; ts++ {
 		if d.mmio.topSPNQ != nil {
-			d.mmio.topSPNQ[ts].halt()
+			d.mmio.topSPNQ[ts].Halt()
 		}
 		for i, c := range d.tsNQ[ts] {
 			if c != nil {

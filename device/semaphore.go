@@ -31,7 +31,7 @@ func (d *Device) semWindow(nc int) (mem []byte, ok bool) {
 	if !found {
 		return nil, false
 	}
-	return d.dma.mem.local(res.Offset, res.Size)
+	return d.dma.mem.Local(res.Offset, res.Size)
 }
 
 // word32 is the 32-bit word at b[0:4], for atomic access.

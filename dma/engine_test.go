@@ -6,26 +6,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/neuronfs/neuronfs/internal/memtest"
 )
-
-// flatMemory is one byte slice starting at address base.
-type flatMemory struct {
-	base uint64
-	b    []byte
-}
-
-func (m *flatMemory) Slice(pa, n uint64) ([]byte, bool) {
-	if pa < m.base || pa+n < pa || pa+n > m.base+uint64(len(m.b)) {
-		return nil, false
-	}
-	return m.b[pa-m.base : pa-m.base+n], true
-}
 
 const memBase = 0x10000
 
-func newTestEngine(t *testing.T, size int, opts Options) (*Engine, *flatMemory) {
+func newTestEngine(t *testing.T, size int, opts Options) (*Engine, *memtest.Flat) {
 	t.Helper()
-	m := &flatMemory{base: memBase, b: make([]byte, size)}
+	m := memtest.New(memBase, size)
 	return NewEngine(3, m, opts), m
 }
 
@@ -40,7 +29,7 @@ func waitIdle(t *testing.T, e *Engine, qid int) {
 
 // putPairs writes copy pairs into the two rings starting at index first,
 // with the ring id each slot carries on lap `lap` (lap 0 = ring id 1).
-func putPairs(m *flatMemory, txRing, rxRing uint64, size uint32, first uint32, pairs [][3]uint64) {
+func putPairs(m *memtest.Flat, txRing, rxRing uint64, size uint32, first uint32, pairs [][3]uint64) {
 	for i, p := range pairs {
 		idx := (first + uint32(i)) % size
 		lap := (first + uint32(i)) / size
@@ -57,7 +46,7 @@ func TestCopyThroughRings(t *testing.T) {
 	const txRing, rxRing = memBase, memBase + 0x1000
 	src, dst := uint64(memBase+0x10000), uint64(memBase+0x80000)
 	for i := range 0x30000 {
-		m.b[src-memBase+uint64(i)] = byte(i * 7)
+		m.B[src-memBase+uint64(i)] = byte(i * 7)
 	}
 	if errno := e.InitQueue(2, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
 		t.Fatal(errno)
@@ -70,7 +59,7 @@ func TestCopyThroughRings(t *testing.T) {
 		t.Fatal(errno)
 	}
 	waitIdle(t, e, 2)
-	if got, want := m.b[dst-memBase:dst-memBase+0x18000+0x8000], m.b[src-memBase:src-memBase+0x20000]; !bytes.Equal(got, want) {
+	if got, want := m.B[dst-memBase:dst-memBase+0x18000+0x8000], m.B[src-memBase:src-memBase+0x20000]; !bytes.Equal(got, want) {
 		t.Fatal("destination differs from source")
 	}
 	st := e.QueueState(2, TX)
@@ -92,7 +81,7 @@ func TestRingWrapAdvancesRingID(t *testing.T) {
 		var pairs [][3]uint64
 		for i := range 30 {
 			k := uint64(lap*30 + i)
-			m.b[src-memBase+k] = byte(k + 1)
+			m.B[src-memBase+k] = byte(k + 1)
 			pairs = append(pairs, [3]uint64{src + k, dst + k, 1})
 		}
 		putPairs(m, txRing, rxRing, 32, next, pairs)
@@ -103,7 +92,7 @@ func TestRingWrapAdvancesRingID(t *testing.T) {
 		next += 30
 	}
 	for k := range 90 {
-		if m.b[dst-memBase+uint64(k)] != byte(k+1) {
+		if m.B[dst-memBase+uint64(k)] != byte(k+1) {
 			t.Fatalf("byte %d not copied", k)
 		}
 	}
@@ -116,7 +105,7 @@ func TestStaleRingIDStopsUnlessMasked(t *testing.T) {
 	for _, masked := range []bool{false, true} {
 		e, m := newTestEngine(t, 1<<20, Options{RingIDErrorsMasked: masked})
 		const txRing, rxRing = memBase, memBase + 0x1000
-		m.b[0x8000] = 0x5a
+		m.B[0x8000] = 0x5a
 		// Written with lap 1's ring id while the queue expects lap 0's.
 		putPairs(m, txRing, rxRing, 32, 32, [][3]uint64{{memBase + 0x8000, memBase + 0x9000, 1}})
 		if errno := e.InitQueue(1, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
@@ -125,7 +114,7 @@ func TestStaleRingIDStopsUnlessMasked(t *testing.T) {
 		e.Doorbell(1, 1, 1)
 		waitIdle(t, e, 1)
 		st := e.QueueState(1, TX)
-		copied := m.b[0x9000] == 0x5a
+		copied := m.B[0x9000] == 0x5a
 		if masked && (!copied || st.HWStatus != 0) {
 			t.Errorf("masked: copied=%v state %+v", copied, st)
 		}
@@ -141,13 +130,13 @@ func TestBadAddressAborts(t *testing.T) {
 	const txRing, rxRing = memBase, memBase + 0x1000
 	// A destination one byte past the end of memory: nothing may change.
 	putPairs(m, txRing, rxRing, 32, 0, [][3]uint64{{memBase + 0x8000, memBase + 1<<20 - 0x10, 0x11}})
-	before := bytes.Clone(m.b)
+	before := bytes.Clone(m.B)
 	if errno := e.InitQueue(4, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
 		t.Fatal(errno)
 	}
 	e.Doorbell(4, 1, 1)
 	waitIdle(t, e, 4)
-	if !bytes.Equal(before, m.b) {
+	if !bytes.Equal(before, m.B) {
 		t.Error("a failed transfer changed memory")
 	}
 	if st := e.State(); st.RX != StateAbort || st.TX != StateNormal {
@@ -179,7 +168,7 @@ func TestPacketSpansDescriptors(t *testing.T) {
 	e, m := newTestEngine(t, 1<<20, Options{})
 	const txRing, rxRing = memBase, memBase + 0x1000
 	for i := range 300 {
-		m.b[0x8000+i] = byte(i)
+		m.B[0x8000+i] = byte(i)
 	}
 	// One packet of two TX descriptors (100 + 200 bytes) into RX
 	// descriptors of 250 and 250 bytes: the second RX gets 50 and ends
@@ -196,10 +185,10 @@ func TestPacketSpansDescriptors(t *testing.T) {
 	e.InitQueue(0, RingSpec{txRing, 32}, RingSpec{rxRing, 32})
 	e.Doorbell(0, 2, 2)
 	waitIdle(t, e, 0)
-	if !bytes.Equal(m.b[0x9000:0x9000+250], m.b[0x8000:0x8000+250]) || !bytes.Equal(m.b[0xa000:0xa000+50], m.b[0x8000+250:0x8000+300]) {
+	if !bytes.Equal(m.B[0x9000:0x9000+250], m.B[0x8000:0x8000+250]) || !bytes.Equal(m.B[0xa000:0xa000+50], m.B[0x8000+250:0x8000+300]) {
 		t.Fatal("packet not scattered into the RX descriptors")
 	}
-	if m.b[0xa000+50] != 0 {
+	if m.B[0xa000+50] != 0 {
 		t.Fatal("bytes beyond the packet were written")
 	}
 	if st := e.QueueState(0, RX); st.Head != 2 {
@@ -255,7 +244,7 @@ func TestArmByRingID(t *testing.T) {
 		var pairs [][3]uint64
 		for i := range n {
 			k := uint64(round*100) + uint64(i)
-			m.b[0x8000+k] = byte(k + 1)
+			m.B[0x8000+k] = byte(k + 1)
 			pairs = append(pairs, [3]uint64{memBase + 0x8000 + k, memBase + 0x9000 + k, 1})
 		}
 		putPairs(m, txRing, rxRing, 32, next, pairs)
@@ -266,7 +255,7 @@ func TestArmByRingID(t *testing.T) {
 		next += n
 		for i := range n {
 			k := uint64(round*100) + uint64(i)
-			if m.b[0x9000+k] != byte(k+1) {
+			if m.B[0x9000+k] != byte(k+1) {
 				t.Fatalf("round %d byte %d not copied", round, i)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 
 // FuzzExecute runs arbitrary descriptor rings and doorbells. The engine
@@ -19,12 +21,12 @@ func FuzzExecute(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rings []byte, txCount, rxCount uint8, masked bool) {
 		const size = 32
 		const txRing, rxRing = memBase, memBase + size*DescSize
-		m := &flatMemory{base: memBase, b: make([]byte, 0x10000)}
-		copy(m.b[:2*size*DescSize], rings)
-		for i := 2 * size * DescSize; i < len(m.b); i++ {
-			m.b[i] = byte(i)
+		m := memtest.New(memBase, 0x10000)
+		copy(m.B[:2*size*DescSize], rings)
+		for i := 2 * size * DescSize; i < len(m.B); i++ {
+			m.B[i] = byte(i)
 		}
-		before := append([]byte(nil), m.b...)
+		before := append([]byte(nil), m.B...)
 		e := NewEngine(0, m, Options{RingIDErrorsMasked: masked})
 		if errno := e.InitQueue(0, RingSpec{txRing, size}, RingSpec{rxRing, size}); errno != 0 {
 			t.Fatal(errno)
@@ -46,8 +48,8 @@ func FuzzExecute(f *testing.F) {
 			d := Decode(before[(size+i)*DescSize:])
 			targets = append(targets, [2]uint64{d.Addr, d.Addr + d.Len()})
 		}
-		for i := range m.b {
-			if m.b[i] == before[i] {
+		for i := range m.B {
+			if m.B[i] == before[i] {
 				continue
 			}
 			pa := uint64(memBase + i)

@@ -14,7 +14,7 @@ func FuzzFirmware(f *testing.F) {
 	f.Add([]byte{1, 2, 0xff, 0xff, 0, 0, 0, 0}, uint32(0x00ff0101), true)
 	f.Fuzz(func(t *testing.T, req []byte, regHeader uint32, registerProtocol bool) {
 		fw, bar, _, mem := newTestFirmware(t, 8)
-		copy(mem.b, req)
+		copy(mem.B, req)
 		if registerProtocol {
 			bar.Write32(miscBar+RegRequestHi, regHeader)
 			bar.Write32(miscBar+RegRequestLo, binary.LittleEndian.Uint32(append(req, 0, 0, 0, 0)))

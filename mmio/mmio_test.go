@@ -6,19 +6,9 @@ import (
 	"errors"
 	"hash/crc32"
 	"testing"
+
+	"github.com/neuronfs/neuronfs/internal/memtest"
 )
-
-type flatMemory struct {
-	base uint64
-	b    []byte
-}
-
-func (m *flatMemory) Slice(pa, n uint64) ([]byte, bool) {
-	if pa < m.base || pa+n < pa || pa+n > m.base+uint64(len(m.b)) {
-		return nil, false
-	}
-	return m.b[pa-m.base : pa-m.base+n], true
-}
 
 const (
 	hostBase = 0x400000000000
@@ -26,9 +16,9 @@ const (
 	miscDev  = 0x8006c84000
 )
 
-func newTestFirmware(t *testing.T, api uint32) (*Firmware, *BAR, *Client, *flatMemory) {
+func newTestFirmware(t *testing.T, api uint32) (*Firmware, *BAR, *Client, *memtest.Flat) {
 	t.Helper()
-	mem := &flatMemory{base: hostBase, b: make([]byte, 4*MailboxSize)}
+	mem := memtest.New(hostBase, 4*MailboxSize)
 	other := func(addr uint64) (uint32, bool) {
 		if addr == 0x1000 {
 			return 0xfeed, true
@@ -88,9 +78,9 @@ func TestLegacyBadCRCAndSequence(t *testing.T) {
 	// A request written by hand with a wrong CRC.
 	h := header(9, CmdPostToCW, []byte("abcd"))
 	h[4] ^= 1
-	copy(mem.b, h[:])
-	copy(mem.b[8:], "abcd")
-	resp := mem.b[2*MailboxSize:]
+	copy(mem.B, h[:])
+	copy(mem.B[8:], "abcd")
+	resp := mem.B[2*MailboxSize:]
 	bar.Write32(miscBar+RegRequestHi, uint32(hostBase>>32))
 	bar.Write32(miscBar+RegRequestLo, 0)
 	bar.Write32(miscBar+RegResponseHi, uint32(hostBase>>32))

@@ -1,4 +1,8 @@
-package device
+// Package nq is the chip side of notification queues: the NOTIFIC
+// register blocks of the cores and TOP_SPs, and the writer of the 16-byte
+// records the runtime polls in its rings (phase bit, overflow bit,
+// timestamps), with the record formats the emulated chip emits.
+package nq
 
 import (
 	"encoding/binary"
@@ -7,9 +11,14 @@ import (
 	"unsafe"
 
 	"github.com/neuronfs/neuronfs/dhal"
-
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
+
+// Memory is where the records go: the device's physical memory as its
+// engines see it.
+type Memory interface {
+	Slice(pa, n uint64) ([]byte, bool)
+}
 
 // A NOTIFIC block: the register side of a core's (or a TOP_SP's)
 // notification queues, and the chip's writer of notification records.
@@ -24,7 +33,7 @@ import (
 // Register offsets come from dhal; slot registers here are relative to
 // their slot.
 const (
-	notificBlockSize    = 0x1000
+	BlockSize           = 0x1000
 	notificSlots        = 16
 	regNotificTSLo      = dhal.NotificTimestampLo
 	regNotificTSHi      = dhal.NotificTimestampHi
@@ -38,8 +47,7 @@ const (
 	slotHead            = dhal.NQSlotHeadOffset - dhal.NQSlotBaseLoOffset
 	slotTail            = dhal.NQSlotTailOffset - dhal.NQSlotBaseLoOffset
 	defaultTSInc        = 0x400 // reset value; the runtime divides by it
-	recordSize          = 16
-	firstPhase          = 1 // the phase of a ring's first lap
+	firstPhase          = 1     // the phase of a ring's first lap
 	recordPhaseBit      = 0x80
 	recordHWOverflowBit = 0x40
 )
@@ -53,9 +61,9 @@ type nqSlot struct {
 	phase   uint8
 }
 
-// notificBlock implements mmio.Block for one NOTIFIC block.
-type notificBlock struct {
-	d     *Device
+// Block is one NOTIFIC block; it implements mmio.Block.
+type Block struct {
+	mem   Memory
 	epoch time.Time
 
 	mu     lockrank.Mutex[lockrank.Notific]
@@ -64,8 +72,10 @@ type notificBlock struct {
 	slots  [notificSlots]nqSlot
 }
 
-func newNotificBlock(d *Device) *notificBlock {
-	b := &notificBlock{d: d, epoch: d.sys.epoch, tsInc: defaultTSInc}
+// NewBlock returns a block in its reset state whose records go to mem and
+// whose clock counts from epoch.
+func NewBlock(mem Memory, epoch time.Time) *Block {
+	b := &Block{mem: mem, epoch: epoch, tsInc: defaultTSInc}
 	for i := range b.slots {
 		b.slots[i].phase = firstPhase
 	}
@@ -73,7 +83,7 @@ func newNotificBlock(d *Device) *notificBlock {
 }
 
 // now is the block's free-running clock in picoseconds.
-func (b *notificBlock) now() uint64 { return uint64(time.Since(b.epoch).Nanoseconds()) * 1000 }
+func (b *Block) now() uint64 { return uint64(time.Since(b.epoch).Nanoseconds()) * 1000 }
 
 func slotReg(off uint64) (q int, reg uint64, ok bool) {
 	if off < regNotificSlotBase || off >= regNotificSlotBase+notificSlots*notificSlotStride {
@@ -83,7 +93,7 @@ func slotReg(off uint64) (q int, reg uint64, ok bool) {
 	return int(rel / notificSlotStride), rel % notificSlotStride, true
 }
 
-func (b *notificBlock) Read32(off uint64) (uint32, bool) {
+func (b *Block) Read32(off uint64) (uint32, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch off {
@@ -116,7 +126,7 @@ func (b *notificBlock) Read32(off uint64) (uint32, bool) {
 	return 0, false
 }
 
-func (b *notificBlock) Write32(off uint64, v uint32) bool {
+func (b *Block) Write32(off uint64, v uint32) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch off {
@@ -163,8 +173,8 @@ func (s *nqSlot) rewind() {
 	s.tail, s.phase, s.head, s.headSet = 0, firstPhase, 0, false
 }
 
-// program binds slot q to a ring, as the driver's NQ init does.
-func (b *notificBlock) program(q int, base uint64, size uint32) {
+// Program binds slot q to a ring, as the driver's NQ init does.
+func (b *Block) Program(q int, base uint64, size uint32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if q < 0 || q >= notificSlots {
@@ -175,8 +185,8 @@ func (b *notificBlock) program(q int, base uint64, size uint32) {
 	s.rewind()
 }
 
-// halt unbinds every slot (the driver halts a core's queues at reset).
-func (b *notificBlock) halt() {
+// Halt unbinds every slot (the driver halts a core's queues at reset).
+func (b *Block) Halt() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.enable = 0
@@ -185,23 +195,23 @@ func (b *notificBlock) halt() {
 	}
 }
 
-// emit writes a record into slot q's ring if the queue is bound and
+// Emit writes a record into slot q's ring if the queue is bound and
 // enabled (the hardware drops it otherwise). The record's header byte
 // (byte 3) carries the type and phase and is stored last, with the rest
 // of its word, after bytes 4-15, so a consumer polling the phase never
 // sees a torn record. It reports whether the record was written.
-func (b *notificBlock) emit(q int, rec [recordSize]byte) bool {
+func (b *Block) Emit(q int, rec Record) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &b.slots[q]
-	if b.enable&(1<<q) == 0 || s.size < recordSize || s.size%recordSize != 0 {
+	if b.enable&(1<<q) == 0 || s.size < RecordSize || s.size%RecordSize != 0 {
 		return false
 	}
-	mem, ok := b.d.dma.mem.Slice(s.base+uint64(s.tail), recordSize)
+	mem, ok := b.mem.Slice(s.base+uint64(s.tail), RecordSize)
 	if !ok {
 		return false
 	}
-	next := (s.tail + recordSize) % s.size
+	next := (s.tail + RecordSize) % s.size
 	header := rec[3]&^recordPhaseBit | s.phase<<7
 	if s.headSet && next == s.head {
 		header |= recordHWOverflowBit // the consumer fell a whole ring behind

@@ -1,36 +1,31 @@
-package device
+package nq
 
 import (
 	"testing"
+	"time"
 
-	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 
 // A NOTIFIC slot: records go only into an enabled, bound queue; the
 // phase flips at each wrap; a consumer a whole ring behind sees the
 // overflow bit; clearing the enable bit rewinds tail and phase.
 func TestNotificSlot(t *testing.T) {
-	d := newTestSystem(t, "trn2.48xlarge").Devices[0]
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: 4096, Host: true, MemType: mempool.MemTypeNotificationHost, Lifespan: mempool.LifespanDevice})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, ok := d.dma.mem.Slice(c.PA, 64)
-	if !ok {
-		t.Fatal("ring unreachable")
-	}
-	b := d.mmio.coreNQ[2]
+	const base = 0x400000100000
+	mem := memtest.New(base, 4096)
+	ring := mem.B[:64]
+	b := NewBlock(mem, time.Now())
 	const q = 6
 	slot := uint64(regNotificSlotBase + q*notificSlotStride)
-	b.program(q, c.PA, 64) // four records
-	rec := record(0, dhal.RecordStart)
-	if b.emit(q, rec) {
+	b.Program(q, base, 64) // four records
+	rec := InferRecord(0, dhal.RecordStart)
+	if b.Emit(q, rec) {
 		t.Fatal("a disabled queue took a record")
 	}
 	b.Write32(regNotificEnable, 1<<q)
 	for i := range 4 {
-		if !b.emit(q, rec) {
+		if !b.Emit(q, rec) {
 			t.Fatalf("record %d dropped", i)
 		}
 	}
@@ -43,11 +38,11 @@ func TestNotificSlot(t *testing.T) {
 	// Second lap: phase 0. The consumer says it read up to record 1, so
 	// the record written at index 0 (next = 1 = head) overflows.
 	b.Write32(slot+slotHead, 16)
-	b.emit(q, rec)
+	b.Emit(q, rec)
 	if ring[3]>>7 == firstPhase || ring[3]&recordHWOverflowBit == 0 {
 		t.Errorf("second-lap header %#x: want phase 0 and the overflow bit", ring[3])
 	}
-	b.emit(q, rec)
+	b.Emit(q, rec)
 	if ring[16+3]&recordHWOverflowBit != 0 {
 		t.Error("overflow reported on a record the consumer had room for")
 	}
@@ -57,7 +52,7 @@ func TestNotificSlot(t *testing.T) {
 		t.Errorf("tail %d after disable", tail)
 	}
 	b.Write32(regNotificEnable, 1<<q)
-	b.emit(q, rec)
+	b.Emit(q, rec)
 	if ring[3]>>7 != firstPhase {
 		t.Errorf("after re-enable the phase is %d", ring[3]>>7)
 	}
