@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
@@ -54,7 +55,7 @@ type Device struct {
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
 	dma          dmaState
 	mmio         mmioState
-	exec         [maxCoreSlots]coreExec // each with its own lock (rank Exec)
+	exec         [maxCoreSlots]chip.Doorbell // each with its own lock (rank Exec)
 }
 
 func newDevice(s *System, index int) (*Device, error) {

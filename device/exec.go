@@ -6,6 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/nq"
@@ -20,85 +21,29 @@ import (
 // runtime queued a halt request stops the idle program: each engine
 // reports INIT then HALT and the core ignores doorbells until it is reset.
 
-const (
-	doorbellRun  = 1
-	doorbellHalt = 2
-	// execQueueWait bounds how long a doorbell waits for staged DMA.
-	execQueueWait = 10 * time.Second
-)
+// execQueueWait bounds how long a doorbell waits for staged DMA.
+const execQueueWait = 10 * time.Second
 
-// coreExec is one core's execution state. Doorbells queue here; whoever
-// rings a core that is not running becomes its runner and serves its own
-// doorbell inline (no lock held, so the chip's waits for staged DMA hold
-// nothing), then hands what others queued meanwhile to a goroutine, so
-// one caller never works for every later one.
-type coreExec struct {
-	mu      lockrank.Mutex[lockrank.Exec]
-	pending []uint32 // doorbell values not yet served
-	running bool     // a runner serves this core
-	halted  bool
-}
-
-// onSemIncrement runs after a semaphore of core nc went up by v.
+// onSemIncrement runs after a semaphore of core nc went up by v: an
+// increment of the inference-start semaphore by 1 or 2 rings the core's
+// doorbell (chip.Doorbell).
 func (d *Device) onSemIncrement(nc int, idx uint32, v uint32) {
 	start := d.sys.inferenceStart
 	if start >= 0 && idx != uint32(start) {
 		return
 	}
-	if (v != doorbellRun && v != doorbellHalt) || nc >= len(d.mmio.coreNQ) {
+	if (v != chip.DoorbellRun && v != chip.DoorbellHalt) || nc >= len(d.mmio.coreNQ) {
 		return
 	}
-	ce := &d.exec[nc]
-	ce.mu.Lock()
-	ce.pending = append(ce.pending, v)
-	if ce.running {
-		ce.mu.Unlock()
-		return
-	}
-	ce.running = true
-	ce.mu.Unlock()
-	if d.sys.execLatency > 0 {
-		// A run that takes time must not hold the doorbell ioctl: the
-		// chip works while the host goes on, as on the hardware.
-		go d.serveDoorbells(nc, 0)
-		return
-	}
-	d.serveDoorbells(nc, 1)
-}
-
-// serveDoorbells runs core nc's queued doorbells as its runner: at most
-// max of them (0: all) before handing the rest to a goroutine.
-func (d *Device) serveDoorbells(nc, max int) {
-	ce := &d.exec[nc]
-	for served := 0; ; served++ {
-		ce.mu.Lock()
-		if len(ce.pending) == 0 {
-			ce.running = false
-			ce.mu.Unlock()
-			return
-		}
-		if max > 0 && served == max {
-			ce.mu.Unlock()
-			go d.serveDoorbells(nc, 0)
-			return
-		}
-		v := ce.pending[0]
-		ce.pending = ce.pending[1:]
-		halted := ce.halted
-		if v == doorbellHalt {
-			ce.halted = true
-		}
-		ce.mu.Unlock()
-		if halted {
-			continue // a halted core ignores doorbells until it is reset
-		}
-		lockrank.AssertUnlocked("exec doorbell")
-		if v == doorbellRun {
+	// A run that takes time must not hold the doorbell ioctl: the chip
+	// works while the host goes on, as on the hardware.
+	d.exec[nc].Ring(v, func(v uint32) {
+		if v == chip.DoorbellRun {
 			d.runInference(nc)
 		} else {
 			d.runHalt(nc)
 		}
-	}
+	}, d.sys.execLatency > 0)
 }
 
 // runInference serves one doorbell of core nc.
@@ -161,10 +106,7 @@ func (d *Device) resetExecLocked(nc int) {
 	if nc >= len(d.exec) {
 		return
 	}
-	ce := &d.exec[nc]
-	ce.mu.Lock()
-	ce.pending, ce.halted = nil, false
-	ce.mu.Unlock()
+	d.exec[nc].Reset()
 }
 
 // reportDMAAbort writes an error record for a queue that stopped on an

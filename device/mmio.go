@@ -2,8 +2,8 @@ package device
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
@@ -40,29 +40,18 @@ type semBlock struct {
 
 func (b semBlock) Read32(off uint64) (uint32, bool) {
 	b.d.sweepSemaphores(b.nc)
-	mem, ok := b.d.semWindow(b.nc)
+	a, ok := b.d.semArea(b.nc)
 	if !ok {
 		return 0, false
 	}
-	switch {
-	case off < semReadWindow+4*semCount && off%4 == 0:
-		return atomic.LoadUint32(word32(mem[off:])), true
-	case off < dhal.TPBSemaphoreArea && off%4 == 0:
-		// The set/increment/decrement windows read the semaphore.
-		return atomic.LoadUint32(word32(mem[semReadWindow+off%0x400:])), true
-	}
-	return 0, false
+	return a.Read32(off)
 }
 
 func (b semBlock) Write32(off uint64, v uint32) bool {
-	if off >= dhal.TPBSemaphoreArea || off%4 != 0 {
+	if off >= chip.AreaSize || off%4 != 0 {
 		return false
 	}
-	op := semOp((off - semReadWindow) / 0x400)
-	if off < semReadWindow {
-		op = semSetOp // an event word
-	}
-	b.d.applySem(b.nc, off, op, v)
+	b.d.applySem(b.nc, off, chip.OpAt(off), v)
 	return true
 }
 
@@ -103,7 +92,7 @@ func (d *Device) initMMIO() error {
 		regions = append(regions, mmio.Region{Name: "udma", Base: f.UDMABase(i), Size: dhal.UDMABlockSize, Block: engineBlock{e}})
 	}
 	for c := range f.CoresPerDevice {
-		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(c) + dhal.TPBEventsOffset, Size: dhal.TPBSemaphoreArea, Block: semBlock{d, c}})
+		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(c) + dhal.TPBEventsOffset, Size: chip.AreaSize, Block: semBlock{d, c}})
 	}
 	var coreNQ, topSPNQ []*nq.Block
 	for c := range f.CoresPerDevice {

@@ -1,88 +1,47 @@
 package device
 
 import (
-	"sync/atomic"
 	"syscall"
-	"unsafe"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
-// Semaphores and events of each core. Their values live in the device's
-// physical memory at the core's SEMAPHORE mmap resource (events at +0,
-// the semaphore read window at +0x1000), so a process that maps that
-// resource reads the live values. The ioctls and BAR0 register writes
-// perform the set/increment/decrement arithmetic with atomic operations on
-// those words, as the chip does, so no lock is involved; stores through a
-// mapping are applied by the sweeper (semsweep.go).
+// Semaphores and events of each core: a chip.Area in the device's
+// physical memory at the core's SEMAPHORE mmap resource, so a process
+// that maps that resource reads the live values. The ioctls and BAR0
+// register writes act on it directly; stores through a mapping are
+// applied by the sweeper (semsweep.go).
 
-const (
-	semReadWindow = dhal.TPBSemReadOffset - dhal.TPBEventsOffset // 0x1000
-	semCount      = 256
-	eventCount    = 256 // the driver accepts index 256 too (one past the end)
-)
-
-// semWindow returns core nc's event and semaphore area; ok is false for a
-// core the device does not have. The memory stays mapped for the device's
-// life.
-func (d *Device) semWindow(nc int) (mem []byte, ok bool) {
+// semArea returns core nc's event and semaphore area; ok is false for a
+// core the device does not have.
+func (d *Device) semArea(nc int) (chip.Area, bool) {
 	res, found := d.sys.Arch.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore)
 	if !found {
 		return nil, false
 	}
-	return d.dma.mem.Local(res.Offset, res.Size)
+	mem, ok := d.dma.mem.Local(res.Offset, res.Size)
+	return chip.Area(mem), ok
 }
 
-// word32 is the 32-bit word at b[0:4], for atomic access.
-func word32(b []byte) *uint32 { return (*uint32)(unsafe.Pointer(&b[0])) }
-
-// semOp is what a write to one of the semaphore windows does; the value
-// is also the window's index after the read window.
-type semOp int
-
-const (
-	semSetOp semOp = 1
-	semIncOp semOp = 2
-	semDecOp semOp = 3
-)
-
-const semWindowStride = 0x400
-
-// applySem performs a register write at off in core nc's event and
-// semaphore area: events and the read and set windows store the value,
-// the increment and decrement windows add or subtract it. An increment
-// may ring the core's exec doorbell (exec.go). It returns the new value.
-func (d *Device) applySem(nc int, off uint64, op semOp, v uint32) uint32 {
-	mem, ok := d.semWindow(nc)
+// applySem performs a store at off in core nc's area; an increment of a
+// semaphore may ring the core's exec doorbell (exec.go).
+func (d *Device) applySem(nc int, off uint64, op chip.Op, v uint32) {
+	a, ok := d.semArea(nc)
 	if !ok {
-		return 0
+		return
 	}
-	if off >= semReadWindow {
-		off = semReadWindow + (off-semReadWindow)%semWindowStride
+	if _, idx := a.Apply(off, op, v); idx >= 0 {
+		d.onSemIncrement(nc, uint32(idx), v)
 	}
-	w := word32(mem[off : off+4])
-	var cur uint32
-	switch op {
-	case semIncOp:
-		cur = atomic.AddUint32(w, v)
-	case semDecOp:
-		cur = atomic.AddUint32(w, -v)
-	default:
-		atomic.StoreUint32(w, v)
-		cur = v
-	}
-	if op == semIncOp && off >= semReadWindow {
-		d.onSemIncrement(nc, uint32(off-semReadWindow)/4, v)
-	}
-	return cur
 }
 
 // semOps maps the write commands to the window they write.
-var semOps = map[uint32]semOp{
-	ioctl.CmdSemaphoreWrite:     semSetOp,
-	ioctl.CmdSemaphoreIncrement: semIncOp,
-	ioctl.CmdSemaphoreDecrement: semDecOp,
+var semOps = map[uint32]chip.Op{
+	ioctl.CmdSemaphoreWrite:     chip.Set,
+	ioctl.CmdSemaphoreIncrement: chip.Inc,
+	ioctl.CmdSemaphoreDecrement: chip.Dec,
 }
 
 func semaphoreOp(r *Request) Result {
@@ -95,20 +54,20 @@ func semaphoreOp(r *Request) Result {
 		return res
 	}
 	idx := uint16(v.SemaphoreIndex)
-	if idx >= semCount {
+	if idx >= chip.Semaphores {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
 	d.sweepSemaphores(int(v.NCID))
 	if op, ok := semOps[r.Cmd]; ok {
-		d.applySem(int(v.NCID), semReadWindow+uint64(op)*semWindowStride+4*uint64(idx), op, v.Value)
+		d.applySem(int(v.NCID), chip.ReadWindow+uint64(op)*chip.WindowStride+4*uint64(idx), op, v.Value)
 		return 0
 	}
-	mem, ok := d.semWindow(int(v.NCID))
+	a, ok := d.semArea(int(v.NCID))
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	v.Value = atomic.LoadUint32(word32(mem[semReadWindow+4*int(idx):]))
+	v.Value = a.Semaphore(int(idx))
 	return copyOut(r, r.Arg, &v)
 }
 
@@ -121,22 +80,21 @@ func eventOp(r *Request) Result {
 		return n
 	}
 	idx := uint16(v.EventIndex)
-	if idx > eventCount {
+	if idx > chip.Events {
 		return Errno(syscall.EINVAL)
 	}
 	d := r.Dev()
 	nc := int(uint8(v.NCID))
-	var mem []byte
+	var a chip.Area
 	ok := false
 	if nc < d.sys.Arch.CoresPerDevice {
-		mem, ok = d.semWindow(nc)
+		a, ok = d.semArea(nc)
 	}
 	if ok {
-		word := word32(mem[4*int(idx):])
 		if r.Cmd == ioctl.CmdEventGet {
-			v.Value = atomic.LoadUint32(word)
+			v.Value = a.Event(int(idx))
 		} else {
-			atomic.StoreUint32(word, v.Value)
+			a.SetEvent(int(idx), v.Value)
 		}
 	} else if r.Cmd == ioctl.CmdEventGet {
 		v.Value = 0
