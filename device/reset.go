@@ -221,7 +221,7 @@ func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 
 // minResetWait is the least the emulated driver waits for the firmware to
 // finish a reset, whatever the time scale.
-const minResetWait = time.Second
+const minResetWait = 500 * time.Millisecond
 
 // resetSleep sleeps unless the device is closing (false).
 func (d *Device) resetSleep(t time.Duration) bool {

@@ -59,7 +59,8 @@ type FS struct {
 	devIno   map[uint64]int
 	mountDev atomic.Uint64
 
-	watch *watchdog // the slow-request log (watchdog.go)
+	watch *watchdog      // the slow-request log (watchdog.go)
+	usr1  chan os.Signal // SIGUSR1, caught from before the mount (diag.go)
 }
 
 // panicExit is the daemon's exit status after a handler panic.
@@ -91,11 +92,13 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	now := time.Now()
 	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
 	f.watch = newWatchdog(f)
+	f.catchSIGUSR1(opts)
 	// allow_other: every user may use the devices; default_permissions:
 	// the kernel enforces the sysfs modes (0400, 0600...).
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
 	if err != nil {
 		f.tgids.close()
+		f.releaseSIGUSR1()
 		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
 	}
 	// The tree never changes shape while mounted: let the kernel cache it.
@@ -117,6 +120,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		unix.Unmount(dir, unix.MNT_DETACH)
 		unix.Close(fd)
 		f.tgids.close()
+		f.releaseSIGUSR1()
 		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
 	f.server = server
