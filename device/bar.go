@@ -38,7 +38,7 @@ func (s *System) registerResult(err error) Result {
 		return 0
 	case errors.Is(err, mmio.ErrOldFirmware):
 		return Errno(ioctl.ENOTSUPP)
-	case errors.Is(err, mmio.ErrFailed) && !s.fwFailIsError:
+	case errors.Is(err, mmio.ErrFailed) && !s.quirks.FWFailIsError:
 		return 0
 	}
 	return Errno(syscall.EPERM)
@@ -96,7 +96,7 @@ func barReadWrite(r *Request) Result {
 		out := make([]byte, 4*v.Count)
 		for i := range int(v.Count) {
 			off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
-			if !ok && d.sys.barReadChecked {
+			if !ok && d.sys.quirks.BARReadChecked {
 				return Errno(syscall.EINVAL)
 			} else if !ok {
 				return Errno(syscall.EFAULT)

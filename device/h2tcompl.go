@@ -25,7 +25,7 @@ const (
 // for drivers before 2.27. The driver charges it to core 0. Callers hold
 // d.mu or run before the device serves requests.
 func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
-	if !d.sys.asyncCompletions {
+	if !d.sys.quirks.AsyncCompletionQueues {
 		return nil, nil
 	}
 	c, err := d.pool.Alloc(mempool.AllocRequest{Size: asyncComplSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})

@@ -98,7 +98,7 @@ func driverInfo(r *Request) Result {
 				Revision:      bi.Revision,
 				Version:       0,
 				Size:          uint32(ioctl.Sizeof[ioctl.DeviceDriverInfo]()),
-				FeatureFlags1: r.Sys().Table.Features,
+				FeatureFlags1: r.Sys().Table.FeaturesFor(uint32(r.Sys().Arch.Arch)),
 			}
 			return copyOut(r, r.Arg, &v)
 		}

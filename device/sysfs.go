@@ -56,7 +56,7 @@ func (s *System) ClassAttributes() []Attr {
 // read: the version (libnrt requires major >= 2) and the load state.
 func (s *System) ModuleAttributes() []Attr {
 	return []Attr{
-		{Path: "version", Mode: 0o444, Show: func() string { return s.Table.Version + "\n" }},
+		{Path: "version", Mode: 0o444, Show: func() string { return s.Table.Version.String() + "\n" }},
 		{Path: "initstate", Mode: 0o444, Show: func() string { return "live\n" }},
 	}
 }

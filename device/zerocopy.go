@@ -82,7 +82,7 @@ func bar4Usable(c *mempool.Chunk, toDevice bool) bool {
 }
 
 func memBufZeroCopy64(r *Request) Result {
-	if _, ok := r.Sys().Table.Lookup(r.Cmd); ok && r.Cmd == ioctl.CmdMemBufZerocopy64V1 {
+	if _, ok := r.Sys().Table.Lookup(r.Cmd); ok && r.Cmd == ioctl.CmdMemBufZerocopy64V2_24_7_0 {
 		// Driver 2.24's experimental zero copy (40-byte struct) is not
 		// emulated.
 		return unsupported(r)

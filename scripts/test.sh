@@ -13,12 +13,13 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
-# The ABI tables are generated from ioctl/testdata; they must be current.
+# The ABI description is generated from ioctl/testdata; it must be current.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp ioctl/abi_structs_gen.go ioctl/abi_commands_gen.go "$tmp/"
+gen="abi_structs_gen.go abi_commands_gen.go abi_layouts_gen.go"
+for f in $gen; do cp "ioctl/$f" "$tmp/"; done
 (cd ioctl && go generate .)
-for f in abi_structs_gen.go abi_commands_gen.go; do
+for f in $gen; do
 	if ! cmp -s "$tmp/$f" "ioctl/$f"; then
 		echo "ioctl/$f is stale: run 'go generate ./ioctl' and commit" >&2
 		exit 1
