@@ -60,11 +60,7 @@ func deviceBDF(r *Request) Result {
 }
 
 // deviceBDFExt looks up a device relative to the fd's device.
-func deviceBDFExt(r *Request) Result {
-	var v ioctl.DeviceBDFExt
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func deviceBDFExt(r *Request, v *ioctl.DeviceBDFExt) Result {
 	// The driver truncates the sum to u8. An index of 64 or more oopses
 	// the real kernel (BUG_ON); here it is just a missing device.
 	index := int(uint8(uint32(r.Dev().Index) + v.NDIndex))
@@ -74,7 +70,7 @@ func deviceBDFExt(r *Request) Result {
 	}
 	b := pciAddress(s, index)
 	v.Domain, v.BusNumber, v.Slot, v.Func = b.Domain, b.Bus, b.Slot, b.Func
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
 func compatibleVersion(r *Request) Result {
@@ -218,11 +214,7 @@ func deviceGetAllAppsInfo(r *Request) Result {
 // maxGlobalCores bounds NC_PID_STATE_DUMP's host-wide core index.
 const maxGlobalCores = 512
 
-func ncPIDStateDump(r *Request) Result {
-	var v ioctl.NCPIDStateDump
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func ncPIDStateDump(r *Request, v *ioctl.NCPIDStateDump) Result {
 	if v.NCID >= maxGlobalCores {
 		return Errno(syscall.ENOENT)
 	}
@@ -241,11 +233,7 @@ func ncPIDStateDump(r *Request) Result {
 // maxPrintk is the driver's stack buffer for PRINTK.
 const maxPrintk = 512
 
-func printk(r *Request) Result {
-	var v ioctl.Printk
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func printk(r *Request, v *ioctl.Printk) Result {
 	if v.Size > maxPrintk {
 		return Errno(syscall.EFAULT)
 	}
@@ -268,11 +256,7 @@ func printk(r *Request) Result {
 // metricsCtl is the driver-global metrics posting mode.
 type metricsCtl struct{ paused bool }
 
-func metricsCtrl(r *Request) Result {
-	var v ioctl.MetricsCtrl
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func metricsCtrl(r *Request, v *ioctl.MetricsCtrl) Result {
 	s := r.Sys()
 	// 0 resumes and 1 pauses periodic metric posting; other values are ignored.
 	switch v.Mode {

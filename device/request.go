@@ -73,16 +73,25 @@ func Errno(e syscall.Errno) Result { return -Result(e) }
 // when a user copy faults.
 func notCopied(want, got int) Result { return Result(want - got) }
 
-// copyIn fills v from user memory at addr. It returns 0, or the driver's
-// positive not-copied count.
+// copyIn fills v from user memory at addr. It returns 0, or what the
+// driver answers a fault: its positive not-copied count, or EFAULT from
+// driver 2.29.
 func copyIn[T any](r *Request, addr uint64, v *T) Result {
 	b := ioctl.Bytes(v)
 	if addr == r.Arg && len(r.In) >= len(b) {
 		copy(b, r.In)
 		return 0
 	}
+	return r.readUser(b, addr)
+}
+
+// readUser copies user memory at addr into b, with copyIn's result.
+func (r *Request) readUser(b []byte, addr uint64) Result {
 	n, _ := r.Mem.ReadAt(b, addr)
 	if n < len(b) {
+		if r.Sys().quirks.CopyInEFAULT {
+			return Errno(syscall.EFAULT)
+		}
 		return notCopied(len(b), n)
 	}
 	return 0

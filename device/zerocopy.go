@@ -118,11 +118,7 @@ func memBufZeroCopy64(r *Request) Result {
 // kmalloc, which fails long before this.
 const maxZeroCopyOps = 1 << 20
 
-func memBufZeroCopy64Batches(r *Request) Result {
-	var v ioctl.MemBufCopy64ZCBatches
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func memBufZeroCopy64Batches(r *Request, v *ioctl.MemBufCopy64ZCBatches) Result {
 	if v.BatchesPtr == 0 || v.NumBatches == 0 {
 		return Errno(syscall.EINVAL)
 	}

@@ -41,6 +41,9 @@ type Command struct {
 	// ExactInFamily: the family's handler then accepts only the exact
 	// values of its members (others check only the size or direction).
 	ExactInFamily bool
+	// SizeSelects: in a family matched by _IOC_NR, _IOC_SIZE picks the
+	// member (any type or direction), and other sizes are EINVAL.
+	SizeSelects bool
 	// Blocking commands may sleep for long (reset wait, CRWL, scrub, async
 	// copy wait): a transport with per-CPU queues must move them off-queue.
 	Blocking bool

@@ -436,9 +436,10 @@ func (g *gen) genCommands() []byte {
 			if strings.HasPrefix(r[7], "misc") {
 				lane = "LaneMisc"
 			}
-			fmt.Fprintf(&b, "\t{Name: %q, Macro: %s, Cmd: %s, ArgType: %s, ArgSize: %s, Layout: %s, Dir: %s, Lane: %s, AttachGated: %v, MatchByNr: %v, ExactInFamily: %v},\n",
-				r[0], macroConst(r[0]), g.cmdConst(v, r[0]), argType, argSize, layout, dirs[r[2]], lane, r[8] == "yes", strings.HasPrefix(r[11], "_IOC_NR"),
-				strings.HasPrefix(r[11], "_IOC_NR") && strings.Contains(r[11], "exact cmd"))
+			byNr := strings.HasPrefix(r[11], "_IOC_NR")
+			fmt.Fprintf(&b, "\t{Name: %q, Macro: %s, Cmd: %s, ArgType: %s, ArgSize: %s, Layout: %s, Dir: %s, Lane: %s, AttachGated: %v, MatchByNr: %v, ExactInFamily: %v, SizeSelects: %v},\n",
+				r[0], macroConst(r[0]), g.cmdConst(v, r[0]), argType, argSize, layout, dirs[r[2]], lane, r[8] == "yes", byNr,
+				byNr && strings.Contains(r[11], "exact cmd"), byNr && strings.Contains(r[11], "selects version"))
 		}
 		b.WriteString("}\n\n")
 	}
