@@ -199,7 +199,7 @@ func memCopyAsyncWait(r *Request, v *ioctl.MemCopyAsyncWait) Result {
 	sc, res1 := d.chunkFor(v.SrcMemHandle)
 	dc, res2 := d.chunkFor(v.DstMemHandle)
 	if res1 != 0 || res2 != 0 {
-		return Errno(syscall.EINVAL)
+		return r.memErrno(Errno(syscall.EINVAL), false)
 	}
 	h := int32(v.PwaitHandle)
 	if h < dmaCtxAsync || h > 2 {

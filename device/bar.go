@@ -51,8 +51,8 @@ func readArray(r *Request, addr uint64, count, size int) ([]byte, Result) {
 		return nil, Errno(syscall.ENOMEM)
 	}
 	b := make([]byte, count*size)
-	if n, _ := r.Mem.ReadAt(b, addr); n < len(b) {
-		return nil, notCopied(len(b), n)
+	if res := r.readUser(b, addr); res != 0 {
+		return nil, res
 	}
 	return b, 0
 }

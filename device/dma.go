@@ -188,16 +188,16 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 
 func dmaQueueInit(r *Request) Result {
 	var v ioctl.DMAQueueInit
-	if copyIn(r, r.Arg, &v) != 0 {
-		return Errno(syscall.EACCES)
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return r.copyInDenied(n)
 	}
 	return r.queueInit(&v)
 }
 
 func dmaQueueInitBatch(r *Request) Result {
 	var v ioctl.DMAQueueInitBatch
-	if copyIn(r, r.Arg, &v) != 0 {
-		return Errno(syscall.EACCES)
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return r.copyInDenied(n)
 	}
 	if v.Count >= queueInitBatchMax {
 		return Errno(syscall.E2BIG)
@@ -312,8 +312,8 @@ func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
 	for done := uint64(0); done < size; {
 		n := min(size-done, dmaPiece)
 		p := piece[:n]
-		if got, _ := r.Mem.ReadAt(p, buf+done); got < len(p) {
-			return notCopied(len(p), got)
+		if res := r.readUser(p, buf+done); res != 0 {
+			return res
 		}
 		for i := 0; i < len(p); i += dma.DescSize {
 			if res := r.checkDescAddr(dma.Decode(p[i:]).Addr, qtype); res != 0 {

@@ -40,6 +40,10 @@ var handlers = map[ioctl.Macro]Handler{
 	ioctl.MacroMemAlloc:                       memAlloc,
 	ioctl.MacroMemAllocV2:                     arg(memAllocV2),
 	ioctl.MacroMemAllocV2MT:                   arg(memAllocV2MT),
+	ioctl.MacroMemAllocV2MT64PA:               arg(memAllocV2MT64PA),
+	ioctl.MacroHostMemPin:                     arg(hostMemPin),
+	ioctl.MacroHostMemUnpin:                   arg(hostMemUnpin),
+	ioctl.MacroDMABufFDV2:                     arg(dmabufFDV2),
 	ioctl.MacroMemAllocV2MT64:                 arg(memAllocV2MT64),
 	ioctl.MacroMemFree:                        arg(memFree),
 	ioctl.MacroMemGetPA:                       arg(memGetPA),
@@ -76,6 +80,7 @@ var handlers = map[ioctl.Macro]Handler{
 	ioctl.MacroMemCopyAsync:                   arg(memCopyAsync32),
 	ioctl.MacroMemCopyAsync64:                 arg(memCopyAsync64),
 	ioctl.MacroMemCopyAsyncWait:               arg(memCopyAsyncWait),
+	ioctl.MacroMemBufZerocopy64Deprecated:     memBufZeroCopy64,
 	ioctl.MacroMemBufZerocopy64:               memBufZeroCopy64,
 	ioctl.MacroMemBufZerocopy64Batches:        arg(memBufZeroCopy64Batches),
 

@@ -127,7 +127,10 @@ func logicalToPhysicalNCMap(r *Request) Result {
 	if n := copyIn(r, r.Arg, &v); n != 0 {
 		return n
 	}
-	if v.MaxMapEntries > dhal.NCMapEntries || v.MappingVersion != 0 {
+	// Version 1 (driver 2.29, V3) is the map without the UltraServer die
+	// flip.
+	v1 := v.MappingVersion == 1 && s.quirks.NCMapV1 && s.Arch.Arch == dhal.V3
+	if v.MaxMapEntries > dhal.NCMapEntries || (v.MappingVersion != 0 && !v1) {
 		return Errno(syscall.EINVAL)
 	}
 	// Header then max_map_entries {device_id, device_nc_idx} pairs, one
@@ -140,7 +143,7 @@ func logicalToPhysicalNCMap(r *Request) Result {
 		dev, nc := i/cores, i%cores
 		if nc == 0 {
 			var err error
-			if row, err = dhal.LogicalToPhysicalNC(s.Arch.Arch, dev, s.dieFlipped()); err != nil {
+			if row, err = dhal.LogicalToPhysicalNC(s.Arch.Arch, dev, s.dieFlipped() && !v1); err != nil {
 				return Errno(syscall.EINVAL)
 			}
 		}
@@ -243,8 +246,8 @@ func printk(r *Request, v *ioctl.Printk) Result {
 		return Errno(syscall.EBADMSG)
 	}
 	buf := make([]byte, v.Size)
-	if n, _ := r.Mem.ReadAt(buf, v.Buffer); n < len(buf) {
-		return notCopied(len(buf), n)
+	if res := r.readUser(buf, v.Buffer); res != 0 {
+		return res
 	}
 	if buf[len(buf)-1] != 0 {
 		return Errno(syscall.EBADMSG)

@@ -33,28 +33,34 @@ func (d *Device) chunkFor(h uint64) (*mempool.Chunk, Result) {
 // handle and writes it through the caller's pointer; on a failed write the
 // chunk is freed again and the positive count returned, as the driver does.
 func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
+	_, res := allocChunkFor(r, req, handlePtr)
+	return res
+}
+
+// allocChunkFor is allocFor that also returns the chunk.
+func allocChunkFor(r *Request, req mempool.AllocRequest, handlePtr uint64) (*mempool.Chunk, Result) {
 	d := r.Dev()
 	if !d.IsAttached(r.Caller.Tgid) {
 		// Process memory for a process that never opened the device (an
 		// inherited fd) trips a BUG_ON in the driver; here it is refused.
-		return Errno(syscall.EACCES)
+		return nil, Errno(syscall.EACCES)
 	}
 	req.Lifespan, req.PID = mempool.LifespanCurProcess, r.Caller.Tgid
 	c, err := d.pool.Alloc(req)
 	if err != nil {
-		return errnoOf(err)
+		return nil, errnoOf(err)
 	}
 	d.pattern.fill(c.PA, c.Size) // before any mapping can see it
 	h, err := d.pool.Handle(c)
 	if err != nil {
 		d.freeChunk(c, r.Caller.Tgid)
-		return errnoOf(err)
+		return nil, errnoOf(err)
 	}
 	if n := copyOut(r, handlePtr, &h); n != 0 {
 		d.freeChunk(c, r.Caller.Tgid)
-		return n
+		return nil, n
 	}
-	return 0
+	return c, 0
 }
 
 // freeChunk drops a reference; a chunk freed for good returns its memory
@@ -103,7 +109,7 @@ func defaultMemType(host bool) uint32 {
 func memAlloc(r *Request) Result {
 	var v ioctl.MemAlloc
 	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return Errno(syscall.EACCES)
+		return r.copyInDenied(n)
 	}
 	host := v.HostMemory != 0
 	return allocFor(r, mempool.AllocRequest{Size: v.Size, Host: host, Channel: v.DramChannel, NCID: v.NCID, MemType: defaultMemType(host)}, v.MemHandle)
@@ -118,6 +124,25 @@ func memAllocV2MT(r *Request, v *ioctl.MemAllocV2MemType) Result {
 	return allocFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}, v.MemHandle)
 }
 
+// memAllocV2MT64PA (driver 2.28) allocates as V2MT64 does and writes the
+// whole struct back with the chunk's physical address (a host chunk's
+// with the host route bit, as MEM_GET_EXTENDED_INFO gives it).
+func memAllocV2MT64PA(r *Request, v *ioctl.MemAllocV2MemType64PA) Result {
+	c, res := allocChunkFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}, v.MemHandle)
+	if res != 0 {
+		return res
+	}
+	v.PA = c.PA
+	if c.Loc == mempool.LocHost {
+		v.PA |= r.Sys().Arch.HostBase
+	}
+	if n := copyOut(r, r.Arg, v); n != 0 {
+		r.Dev().freeChunk(c, r.Caller.Tgid)
+		return n
+	}
+	return 0
+}
+
 func memAllocV2MT64(r *Request, v *ioctl.MemAllocV2MemType64) Result {
 	return allocFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}, v.MemHandle)
 }
@@ -126,7 +151,7 @@ func memFree(r *Request, v *ioctl.MemFree) Result {
 	d := r.Dev()
 	c, res := r.useChunk(v.MemHandle)
 	if res != 0 {
-		return res
+		return r.memErrno(res, false)
 	}
 	d.freeChunk(c, r.Caller.Tgid)
 	return 0
@@ -278,7 +303,7 @@ func memBufCopy64(r *Request, v *ioctl.MemBufCopy64) Result {
 
 func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	d := r.Dev()
-	c, res := r.useRange(h, off, size)
+	c, res := r.useMemRange(h, off, size)
 	if res != 0 {
 		return res
 	}
@@ -300,6 +325,9 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	if uint64(n) == size {
 		return 0
 	}
+	if r.Sys().quirks.CopyInEFAULT {
+		return Errno(syscall.EFAULT) // driver 2.29, both directions
+	}
 	if c.Loc == mempool.LocHost {
 		return notCopied(int(size), n) // one copy_{from,to}_user
 	}
@@ -320,7 +348,7 @@ func memCopy64(r *Request, v *ioctl.MemCopy64) Result {
 func chunkCopy(r *Request, src, dst, size, srcOff, dstOff uint64) Result {
 	sc, dc, res := r.usePair(src, srcOff, dst, dstOff, size)
 	if res != 0 {
-		return res
+		return res // usePair answers the version's errnos
 	}
 	return r.Dev().copyChunks(dc, dstOff, sc, srcOff, size)
 }
@@ -352,7 +380,7 @@ func memset64(r *Request, v *ioctl.Memset64) Result {
 
 func fillChunk(r *Request, h, off, size uint64, value uint32) Result {
 	d := r.Dev()
-	c, res := r.useRange(h, off, size)
+	c, res := r.useMemRange(h, off, size)
 	if res != 0 {
 		return res
 	}

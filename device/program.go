@@ -34,8 +34,8 @@ func program(r *Request, nc uint32, dst, buf, size, off uint64) Result {
 		return Errno(syscall.ENOMEM)
 	}
 	bounce := make([]byte, size)
-	if n, _ := r.Mem.ReadAt(bounce, buf+off); n < len(bounce) {
-		return notCopied(len(bounce), n)
+	if res := r.readUser(bounce, buf+off); res != 0 {
+		return res
 	}
 	to, ok := d.dma.mem.Slice(dst+off, size)
 	if !ok {

@@ -37,6 +37,9 @@ type Caller struct {
 	// the caller: the driver's waits end only for those, while a FUSE
 	// interrupt comes for any signal.
 	FatalSignalPending func() bool
+	// Live says the tgid is a process of this host that the transport saw
+	// (not a test's made-up id): the system watches it for its exit.
+	Live bool
 }
 
 func (c Caller) fatal() bool { return c.FatalSignalPending != nil && c.FatalSignalPending() }

@@ -88,6 +88,7 @@ type System struct {
 	mu          lockrank.Mutex[lockrank.Host] // guards the driver-global state below
 	metrics     metricsCtl
 	watched     map[int32]*os.File // attached processes' pidfds (watch.go)
+	pins        pins               // pinned host memory by process (pin.go)
 	cores       coreReservations
 	dsClearTick uint64 // orders datastore slot releases host-wide
 	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify

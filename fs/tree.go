@@ -232,6 +232,7 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 		Tid:                tid,
 		Tgid:               f.tgids.lookup(tid),
 		FatalSignalPending: func() bool { return fatalSignalPending(tid) },
+		Live:               true,
 	}
 }
 

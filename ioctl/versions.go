@@ -54,9 +54,15 @@ type Quirks struct {
 	// NCMapV1: GET_LOGICAL_TO_PHYSICAL_NC_MAP takes mapping version 1 on
 	// V3, the map without the UltraServer die flip (2.29).
 	NCMapV1 bool
-	// FWBuildAttr: the device's sysfs has fw_build, and core_count and
-	// connected_devices are world-readable (2.28).
+	// FWBuildAttr: core_count and connected_devices are world-readable
+	// (2.28, which also adds fw_build; that attribute is not emulated).
 	FWBuildAttr bool
+	// DMABufChecks: DMABUF_FD refuses a NULL fd pointer and an unaligned
+	// va with EINVAL before exporting (2.29).
+	DMABufChecks bool
+	// MarkSizeENXIO: CRWL_NC_RANGE_MARK answers ENXIO to a size that is
+	// neither of its forms (2.29; EINVAL before).
+	MarkSizeENXIO bool
 }
 
 // versionFacts is what a version says about itself.
@@ -80,7 +86,7 @@ var facts = map[string]versionFacts{
 	"2.28.0.0": {Features: 0x7ff, Quirks: &Quirks{FWFailIsError: true, AsyncCompletionQueues: true, BARReadChecked: true, FWBuildAttr: true}},
 	// The 64-byte zero copy, dma-buf v2; async IO where zero copy is.
 	"2.29.0.0": {Features: 0xfff, ArchFeatures: map[uint32]uint64{archV2: 0x7ff},
-		Quirks: &Quirks{FWFailIsError: true, AsyncCompletionQueues: true, BARReadChecked: true, FWBuildAttr: true, CopyInEFAULT: true, HandleErrnos: true, NCMapV1: true}},
+		Quirks: &Quirks{FWFailIsError: true, AsyncCompletionQueues: true, BARReadChecked: true, FWBuildAttr: true, CopyInEFAULT: true, HandleErrnos: true, NCMapV1: true, DMABufChecks: true, MarkSizeENXIO: true}},
 	// Before Trn3: no h2t queue, power-profile, metrics-control or batched
 	// zero-copy commands; zero copy took the 40-byte struct.
 	"2.24.7.0": {Features: 0xff, Compat: map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 11}}},

@@ -12,6 +12,9 @@ func TestVersionTree(t *testing.T) {
 		v3Compat [2]uint32
 		trn3     bool
 	}{
+		{"2.29.0.0", 109, 0xfff, [2]uint32{10, 11}, true},
+		{"2.28.0.0", 107, 0x7ff, [2]uint32{10, 11}, true},
+		{"2.27.4.0", 104, 0x1ff, [2]uint32{10, 11}, true},
 		{"2.25.4.0", 99, 0x1ff, [2]uint32{10, 11}, true},
 		{"2.24.7.0", 94, 0xff, [2]uint32{10, 11}, false},
 		{"2.23.9.0", 93, 0x7f, [2]uint32{10, 11}, false},
