@@ -101,9 +101,11 @@ var blocking = map[uint32]bool{
 
 // newTable builds a version from its parent plus the commands it changes.
 func newTable(v versionDelta, parent *Table) *Table {
+	// A version with nothing new to say about itself says what its parent
+	// says: adding one with an unchanged ABI is a one-line parent file.
 	f, ok := facts[v.Name]
-	if !ok {
-		panic("ioctl: no facts for driver version " + v.Name)
+	if !ok && parent != nil {
+		f = versionFacts{Features: parent.Features, ArchFeatures: parent.archFeatures}
 	}
 	t := &Table{Version: mustVersion(v.Name), Features: f.Features, archFeatures: f.ArchFeatures, Compat: f.Compat, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
 	if t.Compat == nil && parent != nil {

@@ -53,3 +53,14 @@ func TestVersionTree(t *testing.T) {
 		t.Error("unknown version accepted")
 	}
 }
+
+// A version whose ABI and behaviour are its parent's needs nothing but
+// its parent: its table is the parent's under its own name.
+func TestVersionWithoutFacts(t *testing.T) {
+	parent, _ := ForVersion("2.29.0.0")
+	v := newTable(versionDelta{Name: "2.29.1.0", Parent: "2.29.0.0"}, parent)
+	if v.Version.String() != "2.29.1.0" || len(v.Commands()) != len(parent.Commands()) || v.Quirks != parent.Quirks ||
+		v.FeaturesFor(2) != parent.FeaturesFor(2) || v.FeaturesFor(3) != parent.FeaturesFor(3) || v.Compat[archV3] != parent.Compat[archV3] {
+		t.Errorf("2.29.1.0 differs from its parent: %+v", v)
+	}
+}
