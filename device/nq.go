@@ -17,8 +17,8 @@ import (
 const (
 	maxNQ          = 96 // MAX_NQ_SUPPORTED
 	nqPerType      = 16
-	nqDevTypeCore  = 0
-	nqDevTypeTopSP = 1
+	nqDevTypeCore  = ioctl.NQDevTypeCore
+	nqDevTypeTopSP = ioctl.NQDevTypeTopSP
 	nqNoMmap       = ^uint64(0) // mmap_offset of a ring in device memory
 )
 
@@ -66,14 +66,11 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	return fresh, 0
 }
 
-// nqTypeTraceDMA queues live in a DMA engine's notification block.
-const nqTypeTraceDMA = 4
-
 // programNQ binds a fresh ring to its NOTIFIC slot (the engine index), as
 // the driver writes base and size. TRACE_DMA queues belong to the DMA
 // engines' own notification blocks, which are not emulated.
 func (d *Device) programNQ(s nqSpec, c *mempool.Chunk) {
-	if s.nqType == nqTypeTraceDMA {
+	if s.nqType == ioctl.NQTypeTraceDMA { // in a DMA engine's own notification block
 		return
 	}
 	blocks := d.mmio.coreNQ
