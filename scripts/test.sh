@@ -13,15 +13,23 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
-# The ABI description is generated from ioctl/testdata; it must be current.
+# Generated files must be current: the ABI description (from ioctl/testdata)
+# and the command pages (from it, device's handlers and docs/commands/notes).
+# One check for both: regenerate, then compare with what is committed,
+# including which pages exist.
+generated() { ls ioctl/abi_*_gen.go docs/commands/*.md; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-gen="abi_structs_gen.go abi_commands_gen.go abi_layouts_gen.go"
-for f in $gen; do cp "ioctl/$f" "$tmp/"; done
-(cd ioctl && go generate .)
-for f in $gen; do
-	if ! cmp -s "$tmp/$f" "ioctl/$f"; then
-		echo "ioctl/$f is stale: run 'go generate ./ioctl' and commit" >&2
+before=$(generated)
+for f in $before; do mkdir -p "$tmp/$(dirname "$f")" && cp "$f" "$tmp/$f"; done
+go generate ./ioctl ./device
+if [ "$before" != "$(generated)" ]; then
+	echo "generated files appeared or vanished: run 'go generate ./ioctl ./device' and commit" >&2
+	exit 1
+fi
+for f in $before; do
+	if ! cmp -s "$tmp/$f" "$f"; then
+		echo "$f is stale: run 'go generate ./ioctl ./device' and commit" >&2
 		exit 1
 	fi
 done
