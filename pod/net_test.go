@@ -187,9 +187,9 @@ func waitPort(t *testing.T, e *Election) Port {
 var netScenarios = []scenario{
 	{name: "four", size: 4, serials: []uint64{0x4000, 0x1000, 0x3000, 0x2000}},
 	{name: "two", size: 2, serials: []uint64{0x9000, 0x5000}},
-	{name: "four-cut-link", size: 4, serials: []uint64{0x4000, 0x1000, 0x3000, 0x2000}, cuts: [][2]int{{0, int(Right)}}},
+	{name: "four-cut-link", size: 4, serials: []uint64{0x4000, 0x1000, 0x3000, 0x2000}, cuts: [][2]int{{0, int(Right)}}, timeout: 2 * time.Second},
 	{name: "two-cut-left", size: 2, serials: []uint64{0x9000, 0x5000}, cuts: [][2]int{{0, int(Left)}}},
-	{name: "four-wrong-secret", size: 4, serials: []uint64{0x4000, 0x1000, 0x3000, 0x2000}, wrongSecret: []int{3}},
+	{name: "four-wrong-secret", size: 4, serials: []uint64{0x4000, 0x1000, 0x3000, 0x2000}, wrongSecret: []int{3}, timeout: 2 * time.Second},
 	{name: "two-wrong-secret", size: 2, serials: []uint64{0x9000, 0x5000}, wrongSecret: []int{1}},
 	{name: "four-kill-mid-election", size: 4, serials: []uint64{0x4000, 0x1000, 0x3000, 0x2000}, killMid: 3, timeout: 2 * time.Second},
 	{name: "two-kill-before-peer", size: 2, serials: []uint64{0x9000, 0x5000}, killMid: 1, timeout: 2 * time.Second},
