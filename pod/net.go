@@ -37,9 +37,10 @@ type Net struct {
 	// more): it authenticates and encrypts every message.
 	Secret []byte
 	// Timeout bounds one exchange over a link, connecting included.
-	Timeout  time.Duration
-	Log      *logrus.Entry
-	Resolver *net.Resolver
+	Timeout time.Duration
+	Log     *logrus.Entry
+
+	lookup lookupFunc // tests: a fake DNS
 }
 
 // DefaultLinkTimeout bounds a link exchange unless Net.Timeout says.
@@ -64,12 +65,12 @@ func (n *Net) Join(ctx context.Context, j Join) (Port, error) {
 		return nil, fmt.Errorf("pod: %d peers listed for a pod of %d", n.Peers.Len(), j.Size)
 	}
 	p := &netPort{n: n, pod: j.Pod, size: j.Size, slot: -1, regs: map[reg]uint32{}, timeout: n.Timeout,
-		resolver: n.Resolver, log: n.Log}
+		lookup: n.lookup, log: n.Log}
 	if p.timeout <= 0 {
 		p.timeout = DefaultLinkTimeout
 	}
-	if p.resolver == nil {
-		p.resolver = net.DefaultResolver
+	if p.lookup == nil {
+		p.lookup = net.DefaultResolver.LookupHost
 	}
 	if p.log == nil {
 		l := logrus.New()
@@ -82,11 +83,11 @@ func (n *Net) Join(ctx context.Context, j Join) (Port, error) {
 	}
 	listen := n.Listen
 	if n.Peers.Fixed() {
-		addrs, _ := n.Peers.resolve(ctx, p.resolver)
+		addrs, _ := n.Peers.resolve(ctx, p.lookup)
 		slot := j.Slot
 		if slot < 0 {
 			var err error
-			if slot, err = findSelf(ctx, p.resolver, addrs); err != nil {
+			if slot, err = findSelf(ctx, p.lookup, addrs); err != nil {
 				return nil, err
 			}
 		}
@@ -118,7 +119,7 @@ type netPort struct {
 	pod      string
 	size     int
 	timeout  time.Duration
-	resolver *net.Resolver
+	lookup   lookupFunc
 	log      *logrus.Entry
 	srv      *linkServer
 	links    [2]*netLink
@@ -166,14 +167,17 @@ func (p *netPort) members(ctx context.Context) ([]string, int, bool) {
 	want := p.wantSlot
 	p.mu.Unlock()
 
-	addrs, err := p.n.Peers.resolve(ctx, p.resolver)
+	addrs, err := p.n.Peers.resolve(ctx, p.lookup)
+	if err == nil && len(addrs) > p.size {
+		p.warn(fmt.Errorf("%s lists %d members", p.n.Peers, len(addrs)), "more members than the pod has nodes: label fewer nodes")
+	}
 	if err != nil || len(addrs) != p.size {
 		p.log.WithError(err).WithField("members", len(addrs)).Debug("pod not complete in DNS yet")
 		return nil, -1, false
 	}
 	slot := want
 	if slot < 0 {
-		if slot, err = findSelf(ctx, p.resolver, addrs); err != nil {
+		if slot, err = findSelf(ctx, p.lookup, addrs); err != nil {
 			p.log.WithError(err).Warn("cannot find this server among the pod's members")
 			return nil, -1, false
 		}

@@ -64,12 +64,15 @@ func (p Peers) String() string {
 	return strings.Join(p.list, ",")
 }
 
+// lookupFunc resolves a host name (net.Resolver.LookupHost; tests fake it).
+type lookupFunc func(ctx context.Context, host string) ([]string, error)
+
 // resolve returns the members' addresses in slot order.
-func (p Peers) resolve(ctx context.Context, r *net.Resolver) ([]string, error) {
+func (p Peers) resolve(ctx context.Context, lookup lookupFunc) ([]string, error) {
 	if p.dns == "" {
 		return slices.Clone(p.list), nil
 	}
-	hosts, err := r.LookupHost(ctx, p.dns)
+	hosts, err := lookup(ctx, p.dns)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +93,7 @@ func (p Peers) resolve(ctx context.Context, r *net.Resolver) ([]string, error) {
 
 // findSelf returns the slot of the one entry whose host is an address of
 // this machine (or network namespace).
-func findSelf(ctx context.Context, r *net.Resolver, addrs []string) (int, error) {
+func findSelf(ctx context.Context, lookup lookupFunc, addrs []string) (int, error) {
 	ifaddrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return -1, err
@@ -104,7 +107,7 @@ func findSelf(ctx context.Context, r *net.Resolver, addrs []string) (int, error)
 	self := -1
 	for i, a := range addrs {
 		host, _, _ := net.SplitHostPort(a)
-		ips, err := r.LookupHost(ctx, host)
+		ips, err := lookup(ctx, host)
 		if err != nil {
 			continue // a neighbour's name may not resolve yet; ours does
 		}
