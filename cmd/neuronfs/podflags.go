@@ -40,10 +40,10 @@ type podFlags struct {
 const envLinkFault = "NEURONFS_POD_LINK_FAULT"
 
 func (p *podFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.name, "pod", "", "join the named UltraServer pod (trn2u.48xlarge): daemons on this host with the same name elect together")
+	fs.StringVar(&p.name, "pod", "", "join the named UltraServer pod (trn2u.48xlarge): daemons on this host with the same name elect together (with --pod-peers: the daemons listed there)")
 	fs.StringVar(&p.nodeSerial, "node-serial", "", "serial number of device 0, the one pod election compares (decimal, 0x hex, or hash:TEXT for a number made from TEXT such as the node's name; required with --pod)")
 	fs.IntVar(&p.size, "pod-size", 4, "nodes in the pod: 2 or 4")
-	fs.IntVar(&p.slot, "pod-slot", -1, "position in the pod's cabling, 0..size-1 (default: the first free one)")
+	fs.IntVar(&p.slot, "pod-slot", -1, "position in the pod's cabling, 0..size-1 (default: the first free one; with --pod-peers, this machine's entry)")
 	fs.DurationVar(&p.timeout, "pod-timeout", pod.DefaultTimeout, "deadline of the election started at load (the driver's userver_etimeout)")
 	fs.StringVar(&p.linkFault, "pod-link-fault", os.Getenv(envLinkFault), "break this server's link reads: left, right or both (also $"+envLinkFault+")")
 	fs.UintVar(&p.ctl, "userver-ctl", 0, "the driver's userver_ctl bits (skip election at load, faults, link choice)")
