@@ -234,6 +234,9 @@ func (p *netPort) Read(ctx context.Context, side Side, dev int, off uint32, n in
 		return nil, ErrLink
 	}
 	addrs, slot, ok := p.members(ctx)
+	if p.isClosed() {
+		return nil, ErrLink // as the hub answers a member that left
+	}
 	if !ok {
 		return make([]uint32, n), nil
 	}
@@ -368,6 +371,12 @@ func (p *netPort) cutLink(side Side, cut bool) {
 		lk.s = nil
 	}
 	p.srv.dropSide(side, cut)
+}
+
+func (p *netPort) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }
 
 func (p *netPort) Close() error {

@@ -213,3 +213,42 @@ func TestNetMatchesLocal(t *testing.T) {
 		})
 	}
 }
+
+// A member's daemon goes: the survivor's next election fails over the
+// broken links; the member comes back at the same address and the next
+// election forms the pod again.
+func TestNetMemberComesBack(t *testing.T) {
+	nets := netCoordinators(t, 2, nil)
+	cfgs := []Config{testConfig(nets[0], 2), testConfig(nets[1], 2)}
+	serials := []uint64{0x9000, 0x5000}
+	es, rams := startPod(t, cfgs, serials)
+	waitAll(t, es)
+	checkPod(t, es, rams, serials, 2)
+
+	es[1].Close()
+	if _, errno := es[0].Ctrl(CtrlReqPod, 0, 20); errno != 0 {
+		t.Fatal(errno)
+	}
+	start := time.Now()
+	waitAll(t, es[:1])
+	wantFailure(t, es[0])
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the survivor took %v to notice", d)
+	}
+
+	// A new daemon: fresh misc RAM, nothing cached.
+	rams[1] = newRAM(testDevices, serials[1])
+	back := New(cfgs[1], rams[1])
+	t.Cleanup(back.Close)
+	for d := 0; d < testDevices; d++ {
+		back.OnReset(d, true)
+	}
+	// Until it serves its links again it is a neighbour that left.
+	waitPort(t, back)
+	if _, errno := es[0].Ctrl(CtrlReqPod, 0, 20); errno != 0 {
+		t.Fatal(errno)
+	}
+	es[1] = back
+	waitAll(t, es)
+	checkPod(t, es, rams, serials, 2)
+}
