@@ -118,10 +118,10 @@ func (p *netPod) start(t *testing.T, i int, serial uint64, extra ...string) {
 
 // startAll starts every node at once: a daemon's election deadline runs
 // from its start, so the pod must not wait for each mount in turn.
-func (p *netPod) startAll(t *testing.T, serials []uint64) {
+func (p *netPod) startAll(t *testing.T, serials []uint64, extra ...string) {
 	t.Helper()
 	for i, s := range serials {
-		p.launch(t, i, s)
+		p.launch(t, i, s, extra...)
 	}
 	for i := range serials {
 		p.waitUp(t, i)
@@ -238,12 +238,14 @@ func TestNetPodFour(t *testing.T) {
 // The cable between slots 0 and 1 is cut: their elections fail over both
 // links, then over the right link (theirs), then the left link finds its
 // neighbours already done; slots 2 and 3 form a 2-node pod over their
-// right link.
+// right link. They reach that retry at their deadlines, which start with
+// their daemons: the retry must outlast the daemons' start-up skew (a
+// real pod's 120 s does).
 func TestNetPodFourCutLink(t *testing.T) {
 	t.Parallel()
 	p := newNetPod(t, 4)
 	p.cut(t, 0, 1)
-	p.startAll(t, fourSerials)
+	p.startAll(t, fourSerials, "--pod-retry-timeout=6s")
 	p.check(t, map[int]pod.Result{0: single, 1: single,
 		2: {NodeID: 1, NodeCount: 2, PodSerial: 0x2000, LRMask: pod.LinkRight},
 		3: {NodeID: 0, NodeCount: 2, PodSerial: 0x2000, LRMask: pod.LinkRight}}, 60*time.Second)
