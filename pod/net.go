@@ -46,9 +46,13 @@ type Net struct {
 // DefaultLinkTimeout bounds a link exchange unless Net.Timeout says.
 const DefaultLinkTimeout = 2 * time.Second
 
-// maxConns bounds the connections a server keeps: its neighbours need
-// four at most; the rest only absorbs strangers knocking.
-const maxConns = 16
+// Bounds on connections that have not said a valid hello yet (each lives
+// one link timeout at most): per remote address, so that one stranger
+// knocking cannot keep the neighbours out, and in all.
+const (
+	maxPendingPerHost = 4
+	maxPending        = 64
+)
 
 // Join starts serving this server's links and returns its port. With a
 // fixed peer list the slot is j.Slot or the entry that is this machine;

@@ -264,3 +264,52 @@ func FuzzSessionRead(f *testing.F) {
 		}
 	})
 }
+
+// A stranger holding connections open without a word cannot keep a
+// member from another address out.
+func TestNetKnockersDoNotLockOut(t *testing.T) {
+	p, _ := servingPort(t)
+	addr := p.srv.l.Addr().String()
+	var idle []net.Conn
+	for i := 0; i < 3*maxPendingPerHost; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	s, err := handshake(c, testSecret, "sec", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.write(netMsg{typ: msgHello, size: 2, slot: 1, side: Left})
+	if m, err := s.read(); err != nil || m.verdict != helloOK {
+		t.Fatalf("hello: %+v %v", m, err)
+	}
+	if v, err := readReg(s); err != nil || v != 0x1234 {
+		t.Errorf("a member among knockers: %#x %v", v, err)
+	}
+	// The knockers beyond the limit were turned away at once.
+	closed := 0
+	for _, k := range idle {
+		k.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := k.Read(make([]byte, 64)); err == io.EOF || errors.Is(err, syscall.ECONNRESET) {
+			closed++
+		}
+	}
+	if closed < 2*maxPendingPerHost {
+		t.Errorf("%d of %d knockers turned away", closed, len(idle))
+	}
+}

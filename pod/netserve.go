@@ -18,14 +18,15 @@ type linkServer struct {
 	p *netPort
 	l net.Listener
 
-	mu    lockrank.Mutex[lockrank.PodRegistry]
-	conns map[net.Conn]Side // side -1: before the hello
-	cut   [2]bool
-	wg    sync.WaitGroup
+	mu      lockrank.Mutex[lockrank.PodRegistry]
+	conns   map[net.Conn]Side // side -1: before the hello
+	pending map[string]int    // connections before the hello, by remote host
+	cut     [2]bool
+	wg      sync.WaitGroup
 }
 
 func serveLinks(p *netPort, l net.Listener) *linkServer {
-	s := &linkServer{p: p, l: l, conns: map[net.Conn]Side{}}
+	s := &linkServer{p: p, l: l, conns: map[net.Conn]Side{}, pending: map[string]int{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -43,14 +44,20 @@ func (s *linkServer) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		host := remoteHost(c)
 		s.mu.Lock()
-		full := len(s.conns) >= maxConns
+		total := 0
+		for _, n := range s.pending {
+			total += n
+		}
+		full := s.pending[host] >= maxPendingPerHost || total >= maxPending
 		if !full {
 			s.conns[c] = -1
+			s.pending[host]++
 		}
 		s.mu.Unlock()
 		if full {
-			s.p.warn(fmt.Errorf("from %s", c.RemoteAddr()), "too many link connections: refused")
+			s.p.warn(fmt.Errorf("from %s", c.RemoteAddr()), "too many link connections waiting for a hello: refused")
 			c.Close()
 			continue
 		}
@@ -88,9 +95,13 @@ func (s *linkServer) dropSide(side Side, cut bool) {
 
 func (s *linkServer) serve(c net.Conn) {
 	defer s.wg.Done()
+	host, hello := remoteHost(c), false
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		if !hello {
+			s.donePendingLocked(host)
+		}
 		s.mu.Unlock()
 		c.Close()
 	}()
@@ -127,6 +138,8 @@ func (s *linkServer) serve(c net.Conn) {
 	if _, ok := s.conns[c]; ok {
 		s.conns[c] = m.side
 	}
+	s.donePendingLocked(host)
+	hello = true
 	s.mu.Unlock()
 	if cut {
 		return // a pulled cable answers nothing
@@ -154,6 +167,20 @@ func (s *linkServer) serve(c net.Conn) {
 		if err := sess.write(netMsg{typ: msgReadReply, words: p.published(m.dev, m.off, m.n)}); err != nil {
 			return
 		}
+	}
+}
+
+func remoteHost(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+func (s *linkServer) donePendingLocked(host string) {
+	if s.pending[host]--; s.pending[host] <= 0 {
+		delete(s.pending, host)
 	}
 }
 
