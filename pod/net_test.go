@@ -104,6 +104,10 @@ func runScenario(t *testing.T, sc scenario, overNet bool) []outcome {
 		}
 		cfg := testConfig(c, sc.size)
 		cfg.Slot = i
+		// Reads over loopback TCP under -race on a loaded machine are
+		// slow: a pod that forms gets time to, and a lame-duck retry
+		// outlasts its neighbours' arrival.
+		cfg.Timeout, cfg.Extension = 30*time.Second, 2*time.Second
 		if sc.timeout > 0 {
 			cfg.Timeout = sc.timeout
 		}
