@@ -182,7 +182,7 @@ func (p *netPort) members(ctx context.Context) ([]string, int, bool) {
 	slot := want
 	if slot < 0 {
 		if slot, err = findSelf(ctx, p.lookup, addrs); err != nil {
-			p.log.WithError(err).Warn("cannot find this server among the pod's members")
+			p.warn(err, "cannot find this server among the pod's members")
 			return nil, -1, false
 		}
 	}
