@@ -46,3 +46,5 @@ go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=10s
 go test ./mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=10s
 go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
 go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
+go test ./pod -run='^$' -fuzz='^FuzzDecodeNetMsg$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
+go test ./pod -run='^$' -fuzz='^FuzzSessionRead$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
