@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/pod"
 )
 
@@ -174,7 +175,7 @@ func (p *netPod) kill(t *testing.T, i int) {
 func (p *netPod) answers(t *testing.T, i int, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for classFile(t, p.dirs[i], "ultraserver_mode") == "busy\n" {
+	for testutil.ClassFile(t, p.dirs[i], "ultraserver_mode") == "busy\n" {
 		if time.Now().After(deadline) {
 			t.Fatalf("node %d: still electing after %v", i, within)
 		}
@@ -182,7 +183,7 @@ func (p *netPod) answers(t *testing.T, i int, within time.Duration) string {
 	}
 	var b strings.Builder
 	for _, f := range []string{"ultraserver_mode", "node_id_4", "server_id_4", "node_id_2", "server_id_2"} {
-		b.WriteString(classFile(t, p.dirs[i], f))
+		b.WriteString(testutil.ClassFile(t, p.dirs[i], f))
 	}
 	return b.String()
 }
@@ -285,7 +286,7 @@ func TestNetPodFourKillMidElection(t *testing.T) {
 	}
 	time.Sleep(time.Second) // their links to slot 3 are up, their elections waiting
 	for i := 1; i < 4; i++ {
-		if got := classFile(t, p.dirs[i], "ultraserver_mode"); got != "busy\n" {
+		if got := testutil.ClassFile(t, p.dirs[i], "ultraserver_mode"); got != "busy\n" {
 			t.Fatalf("node %d not electing: %q", i, got)
 		}
 	}
@@ -330,7 +331,7 @@ func TestNetPodTwo(t *testing.T) {
 		p.start(t, 1, serials[1], "--pod-timeout=10m", "--pod-retry-timeout=10m")
 		p.start(t, 0, serials[0], "--pod-link-fault=both")
 		p.check(t, map[int]pod.Result{0: single}, 60*time.Second)
-		if got := classFile(t, p.dirs[1], "ultraserver_mode"); got != "busy\n" {
+		if got := testutil.ClassFile(t, p.dirs[1], "ultraserver_mode"); got != "busy\n" {
 			t.Fatalf("slot 1 not electing: %q", got)
 		}
 		p.kill(t, 0)
