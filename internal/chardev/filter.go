@@ -4,6 +4,13 @@
 // seccomp user-notification filter hands every open of them to the daemon,
 // which opens the FUSE node for the caller and installs the descriptor in
 // it; fstat of such a descriptor reports the character node.
+//
+// The filter decides as much as it can from the syscall arguments alone
+// (see DESIGN in the README, "The seccomp filter"): device descriptors are
+// installed at numbers from FDBase up, so that fstat, empty-path
+// newfstatat/statx, mmap and dup of any lower descriptor never leave the
+// kernel; only opens (whose path BPF cannot read), calls on descriptors
+// from FDBase up, and growing mremaps reach the supervisor.
 package chardev
 
 import (
@@ -13,11 +20,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// FDBase is the lowest descriptor number a device descriptor gets under
+// run. It sits below the usual soft RLIMIT_NOFILE of 1024 (a descriptor
+// must be below the limit) and below FD_SETSIZE, and leaves 512 slots;
+// a program's own descriptors from FDBase up still work, their fstat and
+// mmap just take the slow path through the supervisor.
+const FDBase = 512
+
 // BPF opcodes (classic BPF, as seccomp takes it).
 const (
 	bpfLdW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	bpfJeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfJge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	bpfJgtX = unix.BPF_JMP | unix.BPF_JGT | unix.BPF_X
+	bpfJeqX = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_X
 	bpfJset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	bpfJa   = unix.BPF_JMP | unix.BPF_JA
+	bpfAnd  = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+	bpfTax  = unix.BPF_MISC | unix.BPF_TAX
 	bpfRet  = unix.BPF_RET | unix.BPF_K
 
 	auditArchX8664 = 0xc000003e
@@ -28,54 +48,162 @@ const (
 	offArgs = 16
 )
 
-func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
-
-func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
-	return unix.SockFilter{Code: code, K: k, Jt: jt, Jf: jf}
+// asm builds a classic BPF program with forward jumps to named labels
+// (classic BPF only jumps forward), resolved by prog.
+type asm struct {
+	ins    []unix.SockFilter
+	labels map[string]int
+	fixups []fixup
 }
 
-// argLow loads the low 32 bits of syscall argument i.
-func argLow(i int) unix.SockFilter { return stmt(bpfLdW, uint32(offArgs+8*i)) }
+type fixup struct {
+	at     int
+	jt, jf string // "" for the next instruction
+	ja     bool
+}
 
-// filter sends opens, fstat, the empty-path forms of newfstatat and
-// statx, mmaps of a file and mremaps to the listener, and allows
-// everything else. Classic BPF only jumps forward, so each test has its
-// own returns.
-func filter() []unix.SockFilter {
-	const (
-		allow  = unix.SECCOMP_RET_ALLOW
-		notify = unix.SECCOMP_RET_USER_NOTIF
-	)
-	prog := []unix.SockFilter{
-		/* 0 */ stmt(bpfLdW, offArch),
-		/* 1 */ jump(bpfJeq, auditArchX8664, 1, 0),
-		/* 2 */ stmt(bpfRet, allow),
-		/* 3 */ stmt(bpfLdW, offNr),
-		/* 4 */ jump(bpfJeq, unix.SYS_OPEN, 10, 0),
-		/* 5 */ jump(bpfJeq, unix.SYS_OPENAT, 9, 0),
-		/* 6 */ jump(bpfJeq, unix.SYS_OPENAT2, 8, 0),
-		/* 7 */ jump(bpfJeq, unix.SYS_FSTAT, 7, 0),
-		/* 8 */ jump(bpfJeq, unix.SYS_NEWFSTATAT, 8, 0),
-		/* 9 */ jump(bpfJeq, unix.SYS_STATX, 3, 0),
-		/* 10 */ jump(bpfJeq, unix.SYS_MMAP, 10, 0),
-		/* 11 */ jump(bpfJeq, unix.SYS_MREMAP, 3, 0),
-		/* 12 */ stmt(bpfRet, allow),
-		/* 13 statx */ argLow(2),
-		/* 14 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
-		/* 15 notify */ stmt(bpfRet, notify),
-		/* 16 */ stmt(bpfRet, allow),
-		/* 17 newfstatat */ argLow(3),
-		/* 18 */ jump(bpfJset, unix.AT_EMPTY_PATH, 0, 1),
-		/* 19 */ stmt(bpfRet, notify),
-		/* 20 */ stmt(bpfRet, allow),
-		/* 21 mmap */ argLow(3),
-		/* 22 */ jump(bpfJset, unix.MAP_ANONYMOUS, 3, 0),
-		/* 23 */ argLow(4),
-		/* 24 */ jump(bpfJeq, 0xffffffff, 1, 0),
-		/* 25 */ stmt(bpfRet, notify),
-		/* 26 */ stmt(bpfRet, allow),
+func (a *asm) label(name string) { a.labels[name] = len(a.ins) }
+
+func (a *asm) stmt(code uint16, k uint32) { a.ins = append(a.ins, unix.SockFilter{Code: code, K: k}) }
+
+// jump adds a conditional jump to jt if true, jf if false.
+func (a *asm) jump(code uint16, k uint32, jt, jf string) {
+	a.fixups = append(a.fixups, fixup{at: len(a.ins), jt: jt, jf: jf})
+	a.ins = append(a.ins, unix.SockFilter{Code: code, K: k})
+}
+
+// goTo adds an unconditional jump.
+func (a *asm) goTo(l string) {
+	a.fixups = append(a.fixups, fixup{at: len(a.ins), jt: l, ja: true})
+	a.ins = append(a.ins, unix.SockFilter{Code: bpfJa})
+}
+
+func (a *asm) prog() []unix.SockFilter {
+	off := func(from int, l string) int {
+		if l == "" {
+			return 0
+		}
+		to, ok := a.labels[l]
+		if !ok || to <= from {
+			panic("chardev: bad BPF label " + l)
+		}
+		return to - from - 1
 	}
-	return prog
+	for _, f := range a.fixups {
+		if f.ja {
+			a.ins[f.at].K = uint32(off(f.at, f.jt))
+			continue
+		}
+		jt, jf := off(f.at, f.jt), off(f.at, f.jf)
+		if jt > 255 || jf > 255 {
+			panic("chardev: BPF jump too long")
+		}
+		a.ins[f.at].Jt, a.ins[f.at].Jf = uint8(jt), uint8(jf)
+	}
+	return a.ins
+}
+
+// argLow and argHigh are the offsets of the halves of syscall argument i
+// (little-endian).
+func argLow(i int) uint32  { return uint32(offArgs + 8*i) }
+func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
+
+// filter notifies the listener of exactly the calls that can concern a
+// device, and allows everything else in the kernel:
+//   - open, openat and openat2, except those with O_PATH (which never
+//     reach a driver), O_DIRECTORY (a character node fails them with
+//     ENOTDIR in the kernel already; O_TMPFILE includes it) or
+//     O_CREAT|O_EXCL (EEXIST on any existing node); openat2's flags are
+//     behind a pointer, so every openat2 is notified;
+//   - fstat, dup, and newfstatat/statx with AT_EMPTY_PATH, of a
+//     descriptor from FDBase up;
+//   - mmap of a descriptor from FDBase up (not MAP_ANONYMOUS);
+//   - dup2/dup3 from a descriptor from FDBase up onto one below it, and
+//     fcntl(F_DUPFD, F_DUPFD_CLOEXEC) of one from FDBase up with a
+//     minimum below it: the copy would land outside the range;
+//   - mremap that grows a mapping (new length above old), wherever it is:
+//     the filter cannot tell device mappings by their address.
+//
+// Descriptors are ints: the kernel reads the low 32 bits, and negative
+// ones (EBADF, or AT_FDCWD) are not in the range.
+func filter() []unix.SockFilter {
+	a := &asm{labels: map[string]int{}}
+	a.stmt(bpfLdW, offArch)
+	a.jump(bpfJeq, auditArchX8664, "", "allow")
+	a.stmt(bpfLdW, offNr)
+	a.jump(bpfJeq, unix.SYS_OPEN, "open", "")
+	a.jump(bpfJeq, unix.SYS_OPENAT, "openat", "")
+	a.jump(bpfJeq, unix.SYS_OPENAT2, "notify", "")
+	a.jump(bpfJeq, unix.SYS_FSTAT, "fd0", "")
+	a.jump(bpfJeq, unix.SYS_DUP, "fd0", "")
+	a.jump(bpfJeq, unix.SYS_NEWFSTATAT, "newfstatat", "")
+	a.jump(bpfJeq, unix.SYS_STATX, "statx", "")
+	a.jump(bpfJeq, unix.SYS_MMAP, "mmap", "")
+	a.jump(bpfJeq, unix.SYS_MREMAP, "mremap", "")
+	a.jump(bpfJeq, unix.SYS_DUP2, "dup2", "")
+	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
+	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
+	a.goTo("allow")
+
+	a.label("open")
+	a.stmt(bpfLdW, argLow(1))
+	a.goTo("openflags")
+	a.label("openat")
+	a.stmt(bpfLdW, argLow(2))
+	a.label("openflags")
+	a.jump(bpfJset, unix.O_PATH|unix.O_DIRECTORY, "allow", "")
+	a.stmt(bpfAnd, unix.O_CREAT|unix.O_EXCL)
+	a.jump(bpfJeq, unix.O_CREAT|unix.O_EXCL, "allow", "notify")
+
+	a.label("newfstatat")
+	a.stmt(bpfLdW, argLow(3))
+	a.jump(bpfJset, unix.AT_EMPTY_PATH, "fd0", "allow")
+	a.label("statx")
+	a.stmt(bpfLdW, argLow(2))
+	a.jump(bpfJset, unix.AT_EMPTY_PATH, "fd0", "allow")
+	a.label("mmap")
+	a.stmt(bpfLdW, argLow(3))
+	a.jump(bpfJset, unix.MAP_ANONYMOUS, "allow", "")
+	a.stmt(bpfLdW, argLow(4))
+	a.goTo("inrange")
+
+	a.label("dup2")
+	a.stmt(bpfLdW, argLow(1))
+	a.jump(bpfJset, 0x80000000, "allow", "")
+	a.jump(bpfJge, FDBase, "allow", "fd0")
+	a.label("fcntl")
+	a.stmt(bpfLdW, argLow(1))
+	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
+	a.jump(bpfJeq, unix.F_DUPFD_CLOEXEC, "fcntlmin", "allow")
+	a.label("fcntlmin")
+	a.stmt(bpfLdW, argLow(2))
+	a.jump(bpfJge, FDBase, "allow", "fd0")
+
+	a.label("mremap")
+	// Notify if new length (arg 2) > old length (arg 1), as 64-bit
+	// numbers: high halves first, then low halves.
+	a.stmt(bpfLdW, argHigh(1))
+	a.stmt(bpfTax, 0)
+	a.stmt(bpfLdW, argHigh(2))
+	a.jump(bpfJgtX, 0, "notify", "")
+	a.jump(bpfJeqX, 0, "", "allow")
+	a.stmt(bpfLdW, argLow(1))
+	a.stmt(bpfTax, 0)
+	a.stmt(bpfLdW, argLow(2))
+	a.jump(bpfJgtX, 0, "notify", "allow")
+
+	// fd0: notify if argument 0 is a descriptor in the device range.
+	a.label("fd0")
+	a.stmt(bpfLdW, argLow(0))
+	a.label("inrange")
+	a.jump(bpfJset, 0x80000000, "allow", "")
+	a.jump(bpfJge, FDBase, "notify", "allow")
+
+	a.label("notify")
+	a.stmt(bpfRet, unix.SECCOMP_RET_USER_NOTIF)
+	a.label("allow")
+	a.stmt(bpfRet, unix.SECCOMP_RET_ALLOW)
+	return a.prog()
 }
 
 // InstallFilter installs the filter on the calling thread (which must stay

@@ -3,13 +3,17 @@ package chardev
 import (
 	"bytes"
 	"fmt"
+	"os"
+	goruntime "runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
@@ -69,7 +73,22 @@ type Supervisor struct {
 	fuseDev  uint64
 	fuseInos map[uint64]int // inode -> minor
 	log      *logrus.Entry
-	wg       sync.WaitGroup
+	// syncWake: the kernel wakes a receiver blocked in RECV (Linux ≥ 6.6,
+	// which has SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP too), so the loops
+	// block there instead of polling first.
+	syncWake bool
+	// noProcmapQuery is set once PROCMAP_QUERY (Linux ≥ 6.11) failed as
+	// unsupported; /proc/PID/maps is read instead.
+	noProcmapQuery atomic.Bool
+	// loops counts the receiving loops, wg them and the goroutines that
+	// serve device calls.
+	wg sync.WaitGroup
+
+	// mu guards reserved: descriptor numbers chosen for a device
+	// descriptor whose installation is under way, so two installations
+	// never pick the same number. Never held across the installation.
+	mu       lockrank.Mutex[lockrank.Transport]
+	reserved map[uint32]bool
 }
 
 // Config describes the devices a supervisor redirects.
@@ -85,10 +104,13 @@ type Config struct {
 	Log       *logrus.Entry
 }
 
-// Serve answers notifications with workers goroutines until the listener
+// Serve answers notifications on workers OS threads until the listener
 // reports that no filtered task is left, then returns.
 func Serve(cfg Config, workers int) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, fuseInos: map[uint64]int{}, log: cfg.Log}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, fuseInos: map[uint64]int{}, log: cfg.Log, reserved: map[uint32]bool{}}
+	if s.log == nil {
+		s.log = logrus.NewEntry(logrus.StandardLogger())
+	}
 	for minor, p := range cfg.FUSENodes {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
@@ -96,6 +118,14 @@ func Serve(cfg Config, workers int) error {
 		}
 		s.fuseDev = st.Dev
 		s.fuseInos[st.Ino] = minor
+	}
+	// Synchronous wake-up: the kernel switches from the notifying task
+	// straight to the receiver on the same CPU and back, instead of
+	// waking a thread elsewhere. It is what makes a round trip cheap.
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP); e == 0 {
+		s.syncWake = true
+	} else {
+		s.log.WithError(e).Debug("seccomp: no synchronous wake-up (Linux < 6.6); polling the listener")
 	}
 	for i := 0; i < workers; i++ {
 		s.wg.Add(1)
@@ -105,34 +135,74 @@ func Serve(cfg Config, workers int) error {
 	return unix.Close(s.listener)
 }
 
+// scratch is one loop's reusable memory, so the common path allocates
+// nothing.
+type scratch struct {
+	path [unix.PathMax + 64]byte
+	buf  [4096]byte
+}
+
+// loop receives and answers notifications on its own OS thread. Calls
+// that cannot concern a device (the path of an open does not name one, a
+// descriptor is not one) are answered here, at once; calls on a device go
+// to a goroutine of their own, since they call into the FUSE tree and the
+// emulated driver and may wait.
 func (s *Supervisor) loop() {
 	defer s.wg.Done()
+	// A thread of its own: a goroutine moved between threads would be
+	// rescheduled behind other goroutines on every notification.
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	sc := new(scratch)
 	for {
-		// Wait for a notification first: once no task uses the filter the
-		// listener reports a hang-up, while RECV would keep failing with
-		// ENOENT and spin.
-		fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
-				continue
+		if !s.syncWake {
+			// Before Linux 6.6 a blocked RECV is not woken when the last
+			// filtered task goes away; the listener's poll reports it.
+			fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}}
+			if _, err := unix.Poll(fds, -1); err != nil {
+				if err == unix.EINTR {
+					continue
+				}
+				return
 			}
-			return
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return
+			}
 		}
-		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-			return
-		}
-		var n seccompNotif
+		var n seccompNotif // RECV wants it zeroed
 		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n))); e != 0 {
 			switch e {
-			case unix.EINTR, unix.ENOENT:
-				// Another worker took it, or the target died between
-				// notification and receipt.
+			case unix.EINTR:
+				continue
+			case unix.ENOENT:
+				// Another loop took it, the target died between
+				// notification and receipt, or no task uses the filter
+				// any more (then the listener reports a hang-up).
+				if s.orphaned() {
+					return
+				}
 				continue
 			}
 			return // ENOTCONN etc.: no task uses the filter any more
 		}
-		s.handle(&n)
+		s.handle(&n, sc)
 	}
+}
+
+// orphaned reports whether no task uses the filter any more.
+func (s *Supervisor) orphaned() bool {
+	fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}}
+	_, err := unix.Poll(fds, 0)
+	return err == nil && fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
+
+// slow runs f, a device call, on a goroutine of its own.
+func (s *Supervisor) slow(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
 }
 
 func (s *Supervisor) respond(id uint64, val int64, errno unix.Errno, flags uint32) {
@@ -140,53 +210,82 @@ func (s *Supervisor) respond(id uint64, val int64, errno unix.Errno, flags uint3
 	unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
 }
 
+// pass lets the call proceed in the kernel as if it had not been
+// filtered.
 func (s *Supervisor) pass(id uint64) { s.respond(id, 0, 0, unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE) }
 
 // valid reports whether the notification is still live, i.e. what was
-// read from the target's memory belongs to this very syscall.
+// read from the target's memory or /proc belongs to this very syscall.
 func (s *Supervisor) valid(id uint64) bool {
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
 	return e == 0
 }
 
-func (s *Supervisor) handle(n *seccompNotif) {
+func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 	a := n.Data.Args
 	switch n.Data.Nr {
 	case unix.SYS_OPEN:
-		s.handleOpen(n, unix.AT_FDCWD, a[0], a[1])
+		s.handleOpen(n, sc, unix.AT_FDCWD, a[0], a[1])
 	case unix.SYS_OPENAT:
-		s.handleOpen(n, int32(a[0]), a[1], a[2])
+		s.handleOpen(n, sc, int32(a[0]), a[1], a[2])
 	case unix.SYS_OPENAT2:
 		var how unix.OpenHow
 		if readStruct(n.Pid, a[2], &how) != nil || a[3] < uint64(unsafe.Sizeof(how)) {
 			s.pass(n.ID)
 			return
 		}
-		s.handleOpen(n, int32(a[0]), a[1], how.Flags)
+		if how.Flags&(unix.O_PATH|unix.O_DIRECTORY) != 0 {
+			s.pass(n.ID)
+			return
+		}
+		s.handleOpen(n, sc, int32(a[0]), a[1], how.Flags)
 	case unix.SYS_FSTAT:
 		s.handleStat(n, int32(a[0]), a[1], false, 0)
 	case unix.SYS_NEWFSTATAT:
-		s.handleEmptyPathStat(n, int32(a[0]), a[1], a[2], false, 0)
+		s.handleEmptyPathStat(n, sc, int32(a[0]), a[1], a[2], false, 0)
 	case unix.SYS_STATX:
-		s.handleEmptyPathStat(n, int32(a[0]), a[1], a[4], true, uint32(a[3]))
+		s.handleEmptyPathStat(n, sc, int32(a[0]), a[1], a[4], true, uint32(a[3]))
 	case unix.SYS_MMAP:
 		s.handleMmap(n, int32(a[4]), a[5], a[1], int(a[2]), int(a[3]))
 	case unix.SYS_MREMAP:
 		s.handleMremap(n, a[0], a[1], a[2])
+	case unix.SYS_DUP:
+		s.handleDup(n, int32(a[0]), false)
+	case unix.SYS_FCNTL:
+		s.handleDup(n, int32(a[0]), a[1] == unix.F_DUPFD_CLOEXEC)
+	case unix.SYS_DUP2, unix.SYS_DUP3:
+		// A copy onto a number below FDBase is outside the range the
+		// filter recognises: it works (the same open file, so every
+		// ioctl is the same), but its fstat and mmap are no longer
+		// seen. The program chose the number, so it is kept.
+		if s.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			if minor, ok := s.ourFD(n.Pid, int32(a[0])); ok {
+				s.log.Debugf("task %d copies a descriptor of neuron%d to %d, below %d: its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
+			}
+		}
+		s.pass(n.ID)
 	default:
 		s.pass(n.ID)
 	}
 }
 
-// handleOpen redirects an open that resolves to one of the nodes.
-func (s *Supervisor) handleOpen(n *seccompNotif, dirfd int32, pathPtr, flags uint64) {
-	path, err := readString(n.Pid, pathPtr)
-	if err != nil || !s.valid(n.ID) || flags&unix.O_PATH != 0 {
+// handleOpen redirects an open that resolves to one of the nodes. The
+// decision is made here, on the receiving thread; only a device open
+// leaves it.
+func (s *Supervisor) handleOpen(n *seccompNotif, sc *scratch, dirfd int32, pathPtr, flags uint64) {
+	path, err := readPath(n.Pid, pathPtr, sc.buf[:])
+	if err != nil || flags&unix.O_PATH != 0 {
 		s.pass(n.ID)
 		return
 	}
-	minor, ok := s.resolve(n.Pid, dirfd, path, flags&unix.O_NOFOLLOW != 0)
+	// Not checked for validity yet: a pass is harmless whatever the
+	// target turned out to be.
+	minor, ok := s.resolve(sc, n.Pid, dirfd, path, flags&unix.O_NOFOLLOW != 0)
 	if !ok {
+		s.pass(n.ID)
+		return
+	}
+	if !s.valid(n.ID) {
 		s.pass(n.ID)
 		return
 	}
@@ -194,66 +293,216 @@ func (s *Supervisor) handleOpen(n *seccompNotif, dirfd int32, pathPtr, flags uin
 		s.respond(n.ID, 0, unix.ENOTDIR, 0)
 		return
 	}
+	id, tid := n.ID, n.Pid
+	s.slow(func() { s.openDevice(id, tid, minor, flags) })
+}
+
+func (s *Supervisor) openDevice(id uint64, tid uint32, minor int, flags uint64) {
 	openFlags := int(flags) & (unix.O_ACCMODE | unix.O_NONBLOCK | unix.O_APPEND | unix.O_SYNC)
-	fd, err := s.open(minor, openFlags, int32(n.Pid))
+	fd, err := s.open(minor, openFlags, int32(tid))
 	if err != nil {
 		errno, ok := err.(unix.Errno)
 		if !ok {
 			errno = unix.EIO
 		}
-		s.respond(n.ID, 0, errno, 0)
+		s.respond(id, 0, errno, 0)
 		return
 	}
 	defer unix.Close(fd)
-	add := seccompNotifAddfd{ID: n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
-	if flags&unix.O_CLOEXEC != 0 {
+	s.install(id, tid, fd, flags&unix.O_CLOEXEC != 0)
+}
+
+// install puts src into the target at the lowest free number from FDBase
+// up, as the answer to notification id.
+func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
+	add := seccompNotifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(src)}
+	if cloexec {
 		add.NewfdFlags = unix.O_CLOEXEC
+	}
+	slot, ok := s.reserve(tid)
+	if ok {
+		defer s.unreserve(slot)
+		add.Flags |= unix.SECCOMP_ADDFD_FLAG_SETFD
+		add.Newfd = slot
 	}
 	// With FLAG_SEND the installed fd number is the syscall's result.
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add))); e != 0 && e != unix.ENOENT {
 		s.log.WithError(e).Warn("installing a device fd failed")
-		s.respond(n.ID, 0, e, 0)
+		s.respond(id, 0, e, 0)
 	}
 }
 
-// resolve decides, with the kernel's own path walk from the target's root,
-// cwd or directory fd, whether path names one of the nodes.
-func (s *Supervisor) resolve(pid uint32, dirfd int32, path string, noFollow bool) (int, bool) {
-	if path == "" {
+// reserve picks the lowest number from FDBase up that is free in task
+// tid's descriptor table and below its RLIMIT_NOFILE. Without one (a
+// limit of FDBase or less, or every number taken) the descriptor goes
+// where the kernel puts it, the lowest free number, and the filter does
+// not recognise it: it works, but fstat shows the FUSE file and mmaps
+// are not checked. That is logged.
+func (s *Supervisor) reserve(tid uint32) (uint32, bool) {
+	soft, err := nofileLimit(tid)
+	if err != nil {
+		s.log.WithError(err).Warnf("task %d: cannot read its RLIMIT_NOFILE; its device descriptor gets the lowest free number", tid)
 		return 0, false
 	}
-	var full string
+	limit := min(soft, FDBase+1<<20)
+	used := map[uint32]bool{}
+	d, err := os.Open(fmt.Sprintf("/proc/%d/fd", tid))
+	if err != nil {
+		s.log.WithError(err).Warnf("task %d: cannot list its descriptors; its device descriptor gets the lowest free number", tid)
+		return 0, false
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		if fd, err := strconv.ParseUint(name, 10, 32); err == nil && fd >= FDBase {
+			used[uint32(fd)] = true
+		}
+	}
+	s.mu.Lock()
+	for fd := uint32(FDBase); uint64(fd) < limit; fd++ {
+		if !used[fd] && !s.reserved[fd] {
+			s.reserved[fd] = true
+			s.mu.Unlock()
+			return fd, true
+		}
+	}
+	s.mu.Unlock()
+	s.log.Warnf("task %d: no descriptor number free from %d below its RLIMIT_NOFILE (%d): its device descriptor gets the lowest free number, where fstat shows the FUSE file and mmaps are not checked", tid, FDBase, soft)
+	return 0, false
+}
+
+// nofileLimit is task tid's soft RLIMIT_NOFILE: from prlimit, which
+// needs CAP_SYS_RESOURCE for another user's task (a container may not
+// grant it), or else from /proc/TID/limits.
+func nofileLimit(tid uint32) (uint64, error) {
+	var lim unix.Rlimit
+	if err := unix.Prlimit(int(tid), unix.RLIMIT_NOFILE, nil, &lim); err == nil {
+		return lim.Cur, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", tid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Max open files")); ok {
+			f := bytes.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			if string(f[0]) == "unlimited" {
+				return ^uint64(0), nil
+			}
+			return strconv.ParseUint(string(f[0]), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no open-files line in /proc/%d/limits", tid)
+}
+
+func (s *Supervisor) unreserve(fd uint32) {
+	s.mu.Lock()
+	delete(s.reserved, fd)
+	s.mu.Unlock()
+}
+
+// handleDup follows dup and fcntl(F_DUPFD*) of a device descriptor (the
+// filter sends only those whose copy would land below FDBase): the copy,
+// the same open file, goes to a number from FDBase up instead, so the
+// filter keeps recognising it. The number differs from the kernel's
+// lowest free one; nothing about the open file does.
+func (s *Supervisor) handleDup(n *seccompNotif, fd int32, cloexec bool) {
+	if _, ok := s.ourFD(n.Pid, fd); !ok {
+		s.pass(n.ID)
+		return
+	}
+	id, tid := n.ID, n.Pid
+	s.slow(func() {
+		pidfd, err := unix.PidfdOpen(int(tid), unix.PIDFD_THREAD)
+		if err != nil {
+			pidfd, err = unix.PidfdOpen(int(tid), 0) // Linux < 6.9: a leader only
+		}
+		if err != nil {
+			s.pass(id)
+			return
+		}
+		defer unix.Close(pidfd)
+		// The pidfd pins the task: if the notification is still live, it
+		// is the task that made the call.
+		if !s.valid(id) {
+			return
+		}
+		src, err := unix.PidfdGetfd(pidfd, int(fd), 0)
+		if err != nil {
+			s.log.WithError(err).Debug("pidfd_getfd of a device descriptor")
+			s.pass(id)
+			return
+		}
+		defer unix.Close(src)
+		s.install(id, tid, src, cloexec)
+	})
+}
+
+// resolve decides, with the kernel's own path walk from the target's root,
+// cwd or directory fd, whether path names one of the nodes (or the FUSE
+// file behind one).
+func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, noFollow bool) (int, bool) {
+	if len(path) == 0 {
+		return 0, false
+	}
+	p := append(sc.path[:0], "/proc/"...)
+	p = strconv.AppendUint(p, uint64(pid), 10)
 	switch {
 	case path[0] == '/':
-		full = fmt.Sprintf("/proc/%d/root%s", pid, path)
+		p = append(p, "/root"...)
 	case dirfd == unix.AT_FDCWD:
-		full = fmt.Sprintf("/proc/%d/cwd/%s", pid, path)
+		p = append(p, "/cwd/"...)
 	default:
-		full = fmt.Sprintf("/proc/%d/fd/%d/%s", pid, dirfd, path)
+		p = append(p, "/fd/"...)
+		p = strconv.AppendInt(p, int64(dirfd), 10)
+		p = append(p, '/')
 	}
-	var st unix.Stat_t
-	flags := 0
+	if len(p)+len(path)+1 > len(sc.path) {
+		return 0, false
+	}
+	p = append(p, path...)
+	p = append(p, 0)
+	flags := unix.AT_STATX_DONT_SYNC // cached attributes: a FUSE file costs no GETATTR
 	if noFollow {
-		flags = unix.AT_SYMLINK_NOFOLLOW
+		flags |= unix.AT_SYMLINK_NOFOLLOW
 	}
-	if err := unix.Fstatat(unix.AT_FDCWD, full, &st, flags); err != nil {
+	var stx unix.Statx_t
+	cwd := unix.AT_FDCWD // the path is absolute
+	if _, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(cwd), uintptr(unsafe.Pointer(&p[0])), uintptr(flags), unix.STATX_TYPE|unix.STATX_INO, uintptr(unsafe.Pointer(&stx)), 0); e != 0 {
 		return 0, false
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != s.major {
+	switch stx.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		if stx.Rdev_major != s.major {
+			return 0, false
+		}
+		minor := int(stx.Rdev_minor)
+		return minor, minor < s.devices
+	case unix.S_IFREG:
+		return s.fuseNode(&stx)
+	}
+	return 0, false
+}
+
+// fuseNode reports which device's FUSE file stx is, if it is one.
+func (s *Supervisor) fuseNode(stx *unix.Statx_t) (int, bool) {
+	if unix.Mkdev(stx.Dev_major, stx.Dev_minor) != s.fuseDev {
 		return 0, false
 	}
-	minor := int(unix.Minor(st.Rdev))
-	return minor, minor < s.devices
+	minor, ok := s.fuseInos[stx.Ino]
+	return minor, ok
 }
 
 // ourFD reports which device an fd of the target is, if it is one.
 func (s *Supervisor) ourFD(pid uint32, fd int32) (int, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/fd/%d", pid, fd), &st); err != nil || st.Dev != s.fuseDev {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, fmt.Sprintf("/proc/%d/fd/%d", pid, fd), unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &stx); err != nil {
 		return 0, false
 	}
-	minor, ok := s.fuseInos[st.Ino]
-	return minor, ok
+	return s.fuseNode(&stx)
 }
 
 // handleMmap fails an mmap of a device fd that the driver would fail;
@@ -267,29 +516,66 @@ func (s *Supervisor) handleMmap(n *seccompNotif, fd int32, off, length uint64, p
 	}
 	// The kernel rounds the length up to pages before the driver sees it.
 	length = (length + pageSize - 1) &^ (pageSize - 1)
-	if e := s.mmap(minor, int32(n.Pid), off, length, prot); e != 0 && s.valid(n.ID) {
-		s.respond(n.ID, -1, e, 0)
-		return
-	}
-	s.pass(n.ID)
+	id, tid := n.ID, n.Pid
+	s.slow(func() {
+		if e := s.mmap(minor, int32(tid), off, length, prot); e != 0 && s.valid(id) {
+			s.respond(id, -1, e, 0)
+			return
+		}
+		s.pass(id)
+	})
 }
 
 const pageSize = 4096
 
 // handleMremap fails the growth of a device mapping with EFAULT: the
 // driver's mappings are VM_DONTEXPAND (and PFN maps), which mremap refuses
-// to grow. Everything else goes ahead.
+// to grow. Everything else goes ahead. The filter sends growing mremaps
+// only.
 func (s *Supervisor) handleMremap(n *seccompNotif, addr, oldLen, newLen uint64) {
 	if newLen > oldLen {
-		m, ok := procfs.MappingAt(int(n.Pid), addr)
-		if ok && m.Major == unix.Major(s.fuseDev) && m.Minor == unix.Minor(s.fuseDev) {
-			if _, dev := s.fuseInos[m.Inode]; dev && s.valid(n.ID) {
+		if dev, ino, ok := s.mappingAt(n.Pid, addr); ok && dev == s.fuseDev {
+			if _, ours := s.fuseInos[ino]; ours && s.valid(n.ID) {
 				s.respond(n.ID, -1, unix.EFAULT, 0)
 				return
 			}
 		}
 	}
 	s.pass(n.ID)
+}
+
+// procmapQuery is struct procmap_query (Linux ≥ 6.11).
+type procmapQuery struct {
+	Size, QueryFlags, QueryAddr, VMAStart, VMAEnd, VMAFlags, VMAPageSize, VMAOffset, Inode uint64
+	DevMajor, DevMinor, VMANameSize, BuildIDSize                                           uint32
+	VMANameAddr, BuildIDAddr                                                               uint64
+}
+
+const ioctlProcmapQuery = 0xc0686611 // _IOWR('f', 17, struct procmap_query)
+
+// mappingAt returns the device and inode of the file mapped at addr in
+// task pid: with PROCMAP_QUERY, one lookup in the kernel, where it has it,
+// otherwise from /proc/PID/maps, whose text grows with every mapping.
+func (s *Supervisor) mappingAt(pid uint32, addr uint64) (dev, ino uint64, ok bool) {
+	if !s.noProcmapQuery.Load() {
+		fd, err := unix.Open(fmt.Sprintf("/proc/%d/maps", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, 0, false
+		}
+		q := procmapQuery{Size: uint64(unsafe.Sizeof(procmapQuery{})), QueryAddr: addr}
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlProcmapQuery, uintptr(unsafe.Pointer(&q)))
+		unix.Close(fd)
+		switch e {
+		case 0:
+			return unix.Mkdev(q.DevMajor, q.DevMinor), q.Inode, true
+		case unix.ENOTTY, unix.EINVAL:
+			s.noProcmapQuery.Store(true)
+		default:
+			return 0, 0, false
+		}
+	}
+	m, ok := procfs.MappingAt(int(pid), addr)
+	return unix.Mkdev(m.Major, m.Minor), m.Inode, ok
 }
 
 // kernelRefuses reports whether the kernel fails the mmap on the fd's
@@ -309,11 +595,16 @@ func (s *Supervisor) kernelRefuses(pid uint32, fd int32, prot, flags int) bool {
 	return acc == unix.O_WRONLY || (shared && prot&unix.PROT_WRITE != 0 && acc == unix.O_RDONLY)
 }
 
-func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, dirfd int32, pathPtr, buf uint64, isStatx bool, mask uint32) {
-	path, err := readString(n.Pid, pathPtr)
-	if err != nil || path != "" {
-		s.pass(n.ID)
-		return
+// handleEmptyPathStat answers newfstatat/statx with AT_EMPTY_PATH (the
+// filter sends no other) and an empty or NULL path (Linux ≥ 6.11 takes
+// NULL for "") as fstat of the descriptor.
+func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, sc *scratch, dirfd int32, pathPtr, buf uint64, isStatx bool, mask uint32) {
+	if pathPtr != 0 {
+		path, err := readPath(n.Pid, pathPtr, sc.buf[:])
+		if err != nil || len(path) != 0 {
+			s.pass(n.ID)
+			return
+		}
 	}
 	s.handleStat(n, dirfd, buf, isStatx, mask)
 }
@@ -348,11 +639,11 @@ func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx b
 	s.respond(n.ID, 0, 0, 0)
 }
 
-// readString reads a NUL-terminated string (at most PATH_MAX bytes) from
-// the target, page by page so a short mapping does not fail the read.
-func readString(pid uint32, addr uint64) (string, error) {
+// readPath reads a NUL-terminated path from the target into buf, page by
+// page so a short mapping does not fail the read. A path longer than buf
+// (PATH_MAX is longer than a page) is read into a fresh buffer.
+func readPath(pid uint32, addr uint64, buf []byte) ([]byte, error) {
 	var out []byte
-	buf := make([]byte, 4096)
 	for len(out) < unix.PathMax {
 		chunk := buf[:4096-int(addr%4096)]
 		k, err := readMem(pid, addr, chunk)
@@ -360,15 +651,18 @@ func readString(pid uint32, addr uint64) (string, error) {
 			if err == nil {
 				err = unix.EFAULT
 			}
-			return "", err
+			return nil, err
 		}
 		if i := bytes.IndexByte(chunk[:k], 0); i >= 0 {
-			return string(append(out, chunk[:i]...)), nil
+			if out == nil {
+				return chunk[:i], nil
+			}
+			return append(out, chunk[:i]...), nil
 		}
 		out = append(out, chunk[:k]...)
 		addr += uint64(k)
 	}
-	return "", unix.ENAMETOOLONG
+	return nil, unix.ENAMETOOLONG
 }
 
 func readMem(pid uint32, addr uint64, p []byte) (int, error) {

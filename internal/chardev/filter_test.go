@@ -1,0 +1,128 @@
+package chardev
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// run interprets the filter on one syscall as the kernel would (the
+// opcodes the filter uses only) and returns its action.
+func run(t *testing.T, prog []unix.SockFilter, arch uint32, nr int, args ...uint64) uint32 {
+	t.Helper()
+	var data [64]byte
+	binary.LittleEndian.PutUint32(data[offNr:], uint32(nr))
+	binary.LittleEndian.PutUint32(data[offArch:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[offArgs+8*i:], a)
+	}
+	var acc, x uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		cond := func(ok bool) {
+			if ok {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		}
+		switch in.Code {
+		case bpfLdW:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case bpfJeq:
+			cond(acc == in.K)
+		case bpfJge:
+			cond(acc >= in.K)
+		case bpfJset:
+			cond(acc&in.K != 0)
+		case bpfJgtX:
+			cond(acc > x)
+		case bpfJeqX:
+			cond(acc == x)
+		case bpfJa:
+			pc += int(in.K)
+		case bpfAnd:
+			acc &= in.K
+		case bpfTax:
+			x = acc
+		case bpfRet:
+			return in.K
+		default:
+			t.Fatalf("opcode %#x at %d not interpreted", in.Code, pc)
+		}
+	}
+	t.Fatal("filter fell off its end")
+	return 0
+}
+
+// The filter notifies exactly the calls that can concern a device.
+func TestFilterDecisions(t *testing.T) {
+	const (
+		notify = unix.SECCOMP_RET_USER_NOTIF
+		allow  = unix.SECCOMP_RET_ALLOW
+	)
+	neg := func(v int64) uint64 { return uint64(v) }
+	in, low := uint64(FDBase+7), uint64(3)
+	path := uint64(0x7fff0000)
+	for _, c := range []struct {
+		name string
+		nr   int
+		args []uint64
+		want uint32
+	}{
+		{"open", unix.SYS_OPEN, []uint64{path, unix.O_RDONLY | unix.O_CLOEXEC}, notify},
+		{"open O_CREAT", unix.SYS_OPEN, []uint64{path, unix.O_RDWR | unix.O_CREAT}, notify},
+		{"open O_CREAT|O_EXCL", unix.SYS_OPEN, []uint64{path, unix.O_RDWR | unix.O_CREAT | unix.O_EXCL}, allow},
+		{"open O_DIRECTORY", unix.SYS_OPEN, []uint64{path, unix.O_RDONLY | unix.O_DIRECTORY}, allow},
+		{"openat", unix.SYS_OPENAT, []uint64{neg(unix.AT_FDCWD), path, unix.O_RDWR}, notify},
+		{"openat O_PATH", unix.SYS_OPENAT, []uint64{neg(unix.AT_FDCWD), path, unix.O_PATH}, allow},
+		{"openat O_TMPFILE", unix.SYS_OPENAT, []uint64{neg(unix.AT_FDCWD), path, unix.O_TMPFILE | unix.O_RDWR}, allow},
+		{"openat2", unix.SYS_OPENAT2, []uint64{low, path, 0x1000, 24}, notify},
+		{"fstat low", unix.SYS_FSTAT, []uint64{low, 0}, allow},
+		{"fstat in range", unix.SYS_FSTAT, []uint64{in, 0}, notify},
+		{"fstat base", unix.SYS_FSTAT, []uint64{FDBase, 0}, notify},
+		{"fstat base-1", unix.SYS_FSTAT, []uint64{FDBase - 1, 0}, allow},
+		{"fstat -1", unix.SYS_FSTAT, []uint64{neg(-1), 0}, allow},
+		{"fstat high bits ignored", unix.SYS_FSTAT, []uint64{1<<32 | low, 0}, allow},
+		{"newfstatat path", unix.SYS_NEWFSTATAT, []uint64{in, path, 0, 0}, allow},
+		{"newfstatat empty low", unix.SYS_NEWFSTATAT, []uint64{low, path, 0, unix.AT_EMPTY_PATH}, allow},
+		{"newfstatat empty in range", unix.SYS_NEWFSTATAT, []uint64{in, path, 0, unix.AT_EMPTY_PATH}, notify},
+		{"newfstatat empty cwd", unix.SYS_NEWFSTATAT, []uint64{neg(unix.AT_FDCWD), path, 0, unix.AT_EMPTY_PATH}, allow},
+		{"statx path", unix.SYS_STATX, []uint64{in, path, 0, unix.STATX_BASIC_STATS, 0}, allow},
+		{"statx empty low", unix.SYS_STATX, []uint64{low, path, unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, 0}, allow},
+		{"statx empty in range", unix.SYS_STATX, []uint64{in, path, unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, 0}, notify},
+		{"mmap low", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_PRIVATE, low, 0}, allow},
+		{"mmap in range", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_SHARED, in, 0}, notify},
+		{"mmap anonymous", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS, neg(-1), 0}, allow},
+		{"mmap anonymous, fd ignored", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_SHARED | unix.MAP_ANONYMOUS, in, 0}, allow},
+		{"mremap grow", unix.SYS_MREMAP, []uint64{path, 4096, 8192, unix.MREMAP_MAYMOVE}, notify},
+		{"mremap grow high", unix.SYS_MREMAP, []uint64{path, 8192, 1 << 32, unix.MREMAP_MAYMOVE}, notify},
+		{"mremap shrink", unix.SYS_MREMAP, []uint64{path, 8192, 4096, 0}, allow},
+		{"mremap shrink high", unix.SYS_MREMAP, []uint64{path, 1<<32 | 1, 1<<32 | 0, 0}, allow},
+		{"mremap same", unix.SYS_MREMAP, []uint64{path, 8192, 8192, unix.MREMAP_MAYMOVE | unix.MREMAP_FIXED}, allow},
+		{"mremap low word larger, high smaller", unix.SYS_MREMAP, []uint64{path, 1 << 33, 1<<32 | 5, 0}, allow},
+		{"dup low", unix.SYS_DUP, []uint64{low}, allow},
+		{"dup in range", unix.SYS_DUP, []uint64{in}, notify},
+		{"dup2 in range to low", unix.SYS_DUP2, []uint64{in, low}, notify},
+		{"dup2 in range to in range", unix.SYS_DUP2, []uint64{in, in + 1}, allow},
+		{"dup2 low to in range", unix.SYS_DUP2, []uint64{low, in}, allow},
+		{"dup2 to -1", unix.SYS_DUP2, []uint64{in, neg(-1)}, allow},
+		{"dup3 in range to low", unix.SYS_DUP3, []uint64{in, low, unix.O_CLOEXEC}, notify},
+		{"fcntl F_DUPFD low min", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD, 0}, notify},
+		{"fcntl F_DUPFD_CLOEXEC low min", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD_CLOEXEC, 10}, notify},
+		{"fcntl F_DUPFD min in range", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD, FDBase}, allow},
+		{"fcntl F_DUPFD of low", unix.SYS_FCNTL, []uint64{low, unix.F_DUPFD, 0}, allow},
+		{"fcntl F_GETFL", unix.SYS_FCNTL, []uint64{in, unix.F_GETFL, 0}, allow},
+		{"read", unix.SYS_READ, []uint64{in, path, 10}, allow},
+		{"ioctl", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, allow},
+	} {
+		if got := run(t, filter(), auditArchX8664, c.nr, c.args...); got != c.want {
+			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
+		}
+	}
+	// Another architecture's calls pass (its numbers mean other calls).
+	if got := run(t, filter(), 0x40000003, unix.SYS_OPEN, path, 0); got != allow {
+		t.Errorf("i386 call: %#x", got)
+	}
+}
