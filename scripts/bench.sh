@@ -17,7 +17,14 @@ go test ./fs -run '^$' -bench '^BenchmarkDMABandwidth$' -count "$count" | tee -a
 go test ./fs -run '^$' -bench '^(BenchmarkDoorbell|BenchmarkExecDoorbell)$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^BenchmarkExecConcurrent$' -count "$count" | tee -a "$raw"
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
-go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkFilteredSyscalls$' -benchtime 1x -count "$count" | tee -a "$raw"
+# The filter's cost, with and without it (--no-chardev): one run of each
+# per round, so both see the same minute of this shared machine.
+go test -c -o "$raw.neuronfs.test" ./cmd/neuronfs
+for _ in $(seq "$count"); do
+	(cd cmd/neuronfs && "$raw.neuronfs.test" -test.run '^$' -test.bench '^(BenchmarkFilteredSyscalls|BenchmarkRunWorkload)$' -test.benchtime 1x -test.count 1) | tee -a "$raw"
+done
+(cd cmd/neuronfs && "$raw.neuronfs.test" -test.run '^$' -test.bench '^BenchmarkChardevOpenStorm$' -test.benchtime 1x -test.count 1) | tee -a "$raw"
+rm -f "$raw.neuronfs.test"
 table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -filter '.name:RoundTrip' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
@@ -26,6 +33,8 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
 	"$benchstat" -filter '.name:ExecConcurrent' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:FilteredSyscalls' "$raw"; echo
+	"$benchstat" -col /impl -filter '.name:RunWorkload' "$raw"; echo
+	"$benchstat" -filter '.name:ChardevOpenStorm' "$raw"; echo
 	"$benchstat" -filter '.name:MountReady' "$raw")
 echo "$table"
 if [ "${1:-}" = "--save" ]; then

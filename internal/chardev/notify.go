@@ -345,20 +345,18 @@ func (s *Supervisor) reserve(tid uint32) (uint32, bool) {
 		return 0, false
 	}
 	limit := min(soft, FDBase+1<<20)
-	used := map[uint32]bool{}
-	d, err := os.Open(fmt.Sprintf("/proc/%d/fd", tid))
+	// The listing and the choice happen under the lock: a number another
+	// installation released after this listing was made would otherwise
+	// look free, and the second ADDFD would replace the first descriptor.
+	// Reading /proc is no wait on another party; the ADDFD, which waits
+	// for the target, happens after the lock is released.
+	s.mu.Lock()
+	used, err := usedFDs(tid)
 	if err != nil {
+		s.mu.Unlock()
 		s.log.WithError(err).Warnf("task %d: cannot list its descriptors; its device descriptor gets the lowest free number", tid)
 		return 0, false
 	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, name := range names {
-		if fd, err := strconv.ParseUint(name, 10, 32); err == nil && fd >= FDBase {
-			used[uint32(fd)] = true
-		}
-	}
-	s.mu.Lock()
 	for fd := uint32(FDBase); uint64(fd) < limit; fd++ {
 		if !used[fd] && !s.reserved[fd] {
 			s.reserved[fd] = true
@@ -369,6 +367,23 @@ func (s *Supervisor) reserve(tid uint32) (uint32, bool) {
 	s.mu.Unlock()
 	s.log.Warnf("task %d: no descriptor number free from %d below its RLIMIT_NOFILE (%d): its device descriptor gets the lowest free number, where fstat shows the FUSE file and mmaps are not checked", tid, FDBase, soft)
 	return 0, false
+}
+
+// usedFDs lists task tid's descriptors from FDBase up.
+func usedFDs(tid uint32) (map[uint32]bool, error) {
+	d, err := os.Open(fmt.Sprintf("/proc/%d/fd", tid))
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	used := map[uint32]bool{}
+	for _, name := range names {
+		if fd, err := strconv.ParseUint(name, 10, 32); err == nil && fd >= FDBase {
+			used[uint32(fd)] = true
+		}
+	}
+	return used, err
 }
 
 // nofileLimit is task tid's soft RLIMIT_NOFILE: from prlimit, which
