@@ -6,7 +6,7 @@
 // it; fstat of such a descriptor reports the character node.
 //
 // The filter decides as much as it can from the syscall arguments alone
-// (see DESIGN in the README, "The seccomp filter"): device descriptors are
+// (docs/chardev.md): device descriptors are
 // installed at numbers from FDBase up, so that fstat, empty-path
 // newfstatat/statx, mmap and dup of any lower descriptor never leave the
 // kernel; only opens (whose path BPF cannot read), calls on descriptors

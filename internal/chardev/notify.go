@@ -80,8 +80,8 @@ type Supervisor struct {
 	// noProcmapQuery is set once PROCMAP_QUERY (Linux ≥ 6.11) failed as
 	// unsupported; /proc/PID/maps is read instead.
 	noProcmapQuery atomic.Bool
-	// loops counts the receiving loops, wg them and the goroutines that
-	// serve device calls.
+	// wg counts the receiving loops and the goroutines that serve device
+	// calls.
 	wg sync.WaitGroup
 
 	// mu guards reserved: descriptor numbers chosen for a device
@@ -252,7 +252,12 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 	case unix.SYS_DUP:
 		s.handleDup(n, int32(a[0]), false)
 	case unix.SYS_FCNTL:
-		s.handleDup(n, int32(a[0]), a[1] == unix.F_DUPFD_CLOEXEC)
+		// The filter sends F_DUPFD and F_DUPFD_CLOEXEC only.
+		if cmd := int32(a[1]); cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
+			s.handleDup(n, int32(a[0]), cmd == unix.F_DUPFD_CLOEXEC)
+			return
+		}
+		s.pass(n.ID)
 	case unix.SYS_DUP2, unix.SYS_DUP3:
 		// A copy onto a number below FDBase is outside the range the
 		// filter recognises: it works (the same open file, so every
