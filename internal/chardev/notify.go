@@ -331,10 +331,31 @@ func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
 		add.Newfd = slot
 	}
 	// With FLAG_SEND the installed fd number is the syscall's result.
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add))); e != 0 && e != unix.ENOENT {
+	if e := addfdUninterrupted(s.listener, &add); e != 0 && e != unix.ENOENT {
 		s.log.WithError(e).Warn("installing a device fd failed")
 		s.respond(id, 0, e, 0)
 	}
+}
+
+// addfdUninterrupted issues ADDFD with every signal blocked on the
+// calling thread. ADDFD with FLAG_SEND marks the notification answered
+// before it waits for the target to install the descriptor; if a signal
+// (the Go runtime's SIGURG preemption) interrupts that wait, the kernel
+// withdraws the descriptor, the restarted ioctl fails with EINPROGRESS,
+// and the target's call returns 0 with no descriptor installed.
+func addfdUninterrupted(listener int, add *seccompNotifAddfd) unix.Errno {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
+		return err.(unix.Errno)
+	}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(add)))
+	unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	return e
 }
 
 // reserve picks the lowest number from FDBase up that is free in task
