@@ -200,7 +200,9 @@ func (f *FS) ioctlWaits(cmd uint32) bool {
 	return ok && c.Blocking && !inlineCopies[c.Name]
 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // transportNode is neuronfs/transport: "uring" or "classic", and a newline.
 type transportNode struct {

@@ -27,8 +27,8 @@ import (
 // _IOC_SIZE bytes in and out.
 const (
 	cmdEcho  = 3<<30 | 64<<16 | 'T'<<8 | 1 // _IOWR('T', 1, 64 bytes): out[i] = ^in[63-i]
-	cmdBlock = 'T'<<8 | 2                 // _IO('T', 2): waits for release, or an interrupt
-	cmdCPU   = 'T'<<8 | 3                 // _IO('T', 3): returns the CPU the handler ran on
+	cmdBlock = 'T'<<8 | 2                  // _IO('T', 2): waits for release, or an interrupt
+	cmdCPU   = 'T'<<8 | 3                  // _IO('T', 3): returns the CPU the handler ran on
 	cmdNop   = 'T'<<8 | 4
 )
 
