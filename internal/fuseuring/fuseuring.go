@@ -86,6 +86,7 @@ const (
 // Config describes the connection to serve.
 type Config struct {
 	// FD is the /dev/fuse descriptor; INIT must have been answered on it.
+	// The Transport closes it when the connection has ended.
 	FD int
 	// Server answers the requests. It must have seen the connection's INIT
 	// (see ReplayInit).
@@ -180,7 +181,22 @@ func Attach(server *fuse.Server, raw fuse.RawFileSystem, mopts *fuse.MountOption
 	if err := ReplayInit(cfg.Server, ks); err != nil {
 		return nil, err
 	}
-	return Start(cfg)
+	// server owns cfg.FD (an *os.File that closes it when collected), so
+	// the transport works on, and closes, its own duplicate.
+	fd, err := unix.FcntlInt(uintptr(cfg.FD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dup /dev/fuse: %w", err)
+	}
+	cfg.FD = fd
+	t, err := Start(cfg)
+	if err != nil && t != nil {
+		// The queues that registered hold the descriptor; the last of
+		// them to end closes it.
+		go func() { t.qdone.Wait(); unix.Close(fd) }()
+	} else if err != nil {
+		unix.Close(fd)
+	}
+	return t, err
 }
 
 // Start sets up one queue per possible CPU and registers every entry. It
