@@ -127,7 +127,7 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 	f.ring = t
 	f.waitServed = t.Wait
 	go t.ServeDev()
-	f.log.WithField("queues", t.Queues()).Info("FUSE transport: io_uring")
+	f.log.WithField("queues", t.Queues()).Debug("FUSE transport: io_uring")
 	return server, nil
 }
 
