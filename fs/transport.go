@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/internal/fuseuring"
 )
@@ -89,7 +90,12 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 	classic := func(why error) (*fuse.Server, error) {
 		if why != nil {
 			if want == TransportURing {
-				return nil, fmt.Errorf("FUSE over io_uring: %w", why)
+				// The server's *os.File owns fd now: let its loop see
+				// the connection end (ENODEV) and close it, rather than
+				// have Mount close a number the file closes again later.
+				unix.Unmount(dir, unix.MNT_DETACH)
+				go server.Serve()
+				return nil, errFDClosed{fmt.Errorf("FUSE over io_uring: %w", why)}
 			}
 			f.log.WithError(why).Info("FUSE transport: classic (io_uring unavailable)")
 		}
@@ -130,6 +136,12 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 	f.log.WithField("queues", t.Queues()).Debug("FUSE transport: io_uring")
 	return server, nil
 }
+
+// errFDClosed marks a serve error after which the /dev/fuse descriptor is
+// no longer the caller's to close.
+type errFDClosed struct{ error }
+
+func (e errFDClosed) Unwrap() error { return e.error }
 
 // testFailURingQueue, when ≥ 0, makes that io_uring queue fail its setup
 // (tests of the fallback).

@@ -4,6 +4,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -142,7 +143,9 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	server, err := f.serve(fd, dir, gofs.NewNodeFS(f.root, nodeOpts), &nodeOpts.MountOptions, transport, uringErr)
 	if err != nil {
 		unix.Unmount(dir, unix.MNT_DETACH)
-		unix.Close(fd)
+		if !errors.As(err, new(errFDClosed)) {
+			unix.Close(fd)
+		}
 		f.tgids.close()
 		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
