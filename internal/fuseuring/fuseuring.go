@@ -347,6 +347,10 @@ type entry struct {
 	hdr     []byte
 	payload []byte
 	scratch []byte // the in-data, copied out of the payload the reply overwrites
+	// The iovecs handed to HandleRequest, kept here so that serving a
+	// request allocates none.
+	in  [3][]byte
+	out [2][]byte
 }
 
 func (q *queue) run(results chan<- error) {
@@ -554,9 +558,9 @@ func (e *entry) serveWith(ps *fuse.ProtocolServer) {
 	}
 	var unique [8]byte
 	copy(unique[:], e.hdr[hdrInOut+8:hdrInOut+16])
-	n, st := ps.HandleRequest(
-		[][]byte{e.hdr[hdrInOut : hdrInOut+inHeaderSize], e.opIn(), in},
-		[][]byte{e.hdr[hdrInOut : hdrInOut+outHeaderSize], e.payload})
+	e.in = [3][]byte{e.hdr[hdrInOut : hdrInOut+inHeaderSize], e.opIn(), in}
+	e.out = [2][]byte{e.hdr[hdrInOut : hdrInOut+outHeaderSize], e.payload}
+	n, st := ps.HandleRequest(e.in[:], e.out[:])
 	if n < outHeaderSize {
 		// A request that gets no answer over /dev/fuse (none should come
 		// over a ring) still has to give its entry back.
