@@ -127,33 +127,36 @@ func (r *Request) startCopy(nc int, q *h2tQueue, i int32, dst, src, size uint64)
 	}
 }
 
-func memCopyAsync(r *Request) Result {
-	var src, dst, size, srcOff, dstOff uint64
-	var prev int32
-	var v32 ioctl.MemCopyAsync
-	var v64 ioctl.MemCopyAsync64
-	switch r.Cmd {
-	case ioctl.CmdMemCopyAsync:
-		if n := copyIn(r, r.Arg, &v32); n != 0 {
-			return n
-		}
-		src, dst, size, srcOff, dstOff, prev = v32.SrcMemHandle, v32.DstMemHandle, uint64(v32.Size), uint64(v32.SrcOffset), uint64(v32.DstOffset), int32(v32.PwaitHandle)
-	case ioctl.CmdMemCopyAsync64:
-		if n := copyIn(r, r.Arg, &v64); n != 0 {
-			return n
-		}
-		src, dst, size, srcOff, dstOff, prev = v64.SrcMemHandle, v64.DstMemHandle, v64.Size, v64.SrcOffset, v64.DstOffset, int32(v64.PwaitHandle)
-	default:
-		return Errno(syscall.EINVAL)
-	}
-	d := r.Dev()
-	sc, dc, res := r.usePair(src, srcOff, dst, dstOff, size)
+// The _IOC_NR 108 family: MEM_COPY_ASYNC and MEM_COPY_ASYNC64.
+func memCopyAsync32(r *Request, v *ioctl.MemCopyAsync) Result {
+	next, res := asyncCopy(r, v.SrcMemHandle, v.DstMemHandle, uint64(v.Size), uint64(v.SrcOffset), uint64(v.DstOffset), int32(v.PwaitHandle))
 	if res != 0 {
 		return res
 	}
+	v.WaitHandle = uint32(next)
+	return copyOut(r, r.Arg, v)
+}
+
+func memCopyAsync64(r *Request, v *ioctl.MemCopyAsync64) Result {
+	next, res := asyncCopy(r, v.SrcMemHandle, v.DstMemHandle, v.Size, v.SrcOffset, v.DstOffset, int32(v.PwaitHandle))
+	if res != 0 {
+		return res
+	}
+	v.WaitHandle = uint32(next)
+	return copyOut(r, r.Arg, v)
+}
+
+// asyncCopy queues a copy on the next DMA context after prev and waits for
+// prev's; it returns the context the caller waits on next.
+func asyncCopy(r *Request, src, dst, size, srcOff, dstOff uint64, prev int32) (int32, Result) {
+	d := r.Dev()
+	sc, dc, res := r.usePair(src, srcOff, dst, dstOff, size)
+	if res != 0 {
+		return 0, res
+	}
 	next, ok := nextDMAContext(prev)
 	if !ok {
-		return Errno(syscall.EINVAL)
+		return 0, Errno(syscall.EINVAL)
 	}
 	nc := pairCore(sc, dc)
 	q := d.h2tQueueFor(nc)
@@ -161,51 +164,42 @@ func memCopyAsync(r *Request) Result {
 	waitable := prev == dmaCtxNone || prev == next || q.ctx[prev].inUse
 	q.mu.Unlock()
 	if !waitable {
-		return Errno(syscall.EINVAL) // nothing to wait for on that context
+		return 0, Errno(syscall.EINVAL) // nothing to wait for on that context
 	}
 	if next != dmaCtxSync && size > maxAsyncCopy {
-		return Errno(syscall.EINVAL) // larger than one batch of the ring
+		return 0, Errno(syscall.EINVAL) // larger than one batch of the ring
 	}
 	// A synchronous copy larger than one ring batch goes batch by batch,
 	// each waited for, as the driver's does.
 	for size > maxAsyncCopy && next == dmaCtxSync {
 		if res := r.startCopy(nc, q, next, dc.PA+dstOff, sc.PA+srcOff, maxAsyncCopy); res != 0 {
-			return res
+			return 0, res
 		}
 		if res := r.waitDMA(nc, q, next); res != 0 {
-			return res
+			return 0, res
 		}
 		dstOff, srcOff, size = dstOff+maxAsyncCopy, srcOff+maxAsyncCopy, size-maxAsyncCopy
 	}
 	if res := r.startCopy(nc, q, next, dc.PA+dstOff, sc.PA+srcOff, size); res != 0 {
-		return res
+		return 0, res
 	}
 	if prev != dmaCtxNone {
 		if res := r.waitDMA(nc, q, prev); res != 0 {
-			return res
+			return 0, res
 		}
 		q.mu.Lock()
 		q.ctx[prev].inUse = false
 		q.mu.Unlock()
 	}
-	if r.Cmd == ioctl.CmdMemCopyAsync {
-		v32.WaitHandle = uint32(next)
-		return copyOut(r, r.Arg, &v32)
-	}
-	v64.WaitHandle = uint32(next)
-	return copyOut(r, r.Arg, &v64)
+	return next, 0
 }
 
-func memCopyAsyncWait(r *Request) Result {
-	var v ioctl.MemCopyAsyncWait
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func memCopyAsyncWait(r *Request, v *ioctl.MemCopyAsyncWait) Result {
 	d := r.Dev()
 	sc, res1 := d.chunkFor(v.SrcMemHandle)
 	dc, res2 := d.chunkFor(v.DstMemHandle)
 	if res1 != 0 || res2 != 0 {
-		return Errno(syscall.EINVAL)
+		return r.memErrno(Errno(syscall.EINVAL), false)
 	}
 	h := int32(v.PwaitHandle)
 	if h < dmaCtxAsync || h > 2 {

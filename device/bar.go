@@ -38,7 +38,7 @@ func (s *System) registerResult(err error) Result {
 		return 0
 	case errors.Is(err, mmio.ErrOldFirmware):
 		return Errno(ioctl.ENOTSUPP)
-	case errors.Is(err, mmio.ErrFailed) && !s.fwFailIsError:
+	case errors.Is(err, mmio.ErrFailed) && !s.quirks.FWFailIsError:
 		return 0
 	}
 	return Errno(syscall.EPERM)
@@ -51,8 +51,8 @@ func readArray(r *Request, addr uint64, count, size int) ([]byte, Result) {
 		return nil, Errno(syscall.ENOMEM)
 	}
 	b := make([]byte, count*size)
-	if n, _ := r.Mem.ReadAt(b, addr); n < len(b) {
-		return nil, notCopied(len(b), n)
+	if res := r.readUser(b, addr); res != 0 {
+		return nil, res
 	}
 	return b, 0
 }
@@ -72,11 +72,7 @@ func (d *Device) barOffset(addr uint64) (uint64, bool) {
 // barReadWrite serves BAR_READ and BAR_WRITE (same struct). Only BAR0 has
 // registers: BAR2 is unused on these chips and the driver's BAR2 read
 // indexes past its one-address array, so it is EINVAL here.
-func barReadWrite(r *Request) Result {
-	var v ioctl.BARRW
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 	addrCount := int(v.Count)
 	if v.BAR != 0 {
 		addrCount = 1
@@ -96,7 +92,7 @@ func barReadWrite(r *Request) Result {
 		out := make([]byte, 4*v.Count)
 		for i := range int(v.Count) {
 			off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
-			if !ok && d.sys.barReadChecked {
+			if !ok && d.sys.quirks.BARReadChecked {
 				return Errno(syscall.EINVAL)
 			} else if !ok {
 				return Errno(syscall.EFAULT)
@@ -127,11 +123,7 @@ func barReadWrite(r *Request) Result {
 
 // postMetric stages a blob in the data window and posts it to the
 // firmware over the legacy mailbox.
-func postMetric(r *Request) Result {
-	var v ioctl.PostMetric
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func postMetric(r *Request, v *ioctl.PostMetric) Result {
 	blob, res := readArray(r, v.Data, int(v.DataSize), 1)
 	if res != 0 {
 		return res
@@ -156,11 +148,7 @@ func postMetric(r *Request) Result {
 // The driver's request buffer holds 65535 bytes and it does not check the
 // count against it (a larger count overflows the buffer); here such a
 // count is EINVAL.
-func readHWCounters(r *Request) Result {
-	var v ioctl.ReadHWCounters
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func readHWCounters(r *Request, v *ioctl.ReadHWCounters) Result {
 	addrs, res := readArray(r, v.Address, int(v.Count), 8)
 	if res != 0 {
 		return res

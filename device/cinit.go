@@ -27,11 +27,7 @@ func validCore(s *System, nc uint32) Result {
 	return 0
 }
 
-func cinitSetState(r *Request) Result {
-	var v ioctl.CInitSet
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func cinitSetState(r *Request, v *ioctl.CInitSet) Result {
 	if res := validCore(r.Sys(), v.NCID); res != 0 {
 		return res
 	}
@@ -61,14 +57,10 @@ func cinitSetState(r *Request) Result {
 	}
 	v.NewState = *state
 	d.mu.Unlock()
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
-func ncModelStartedCount(r *Request) Result {
-	var v ioctl.NCModelStartedCount
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func ncModelStartedCount(r *Request, v *ioctl.NCModelStartedCount) Result {
 	if res := validCore(r.Sys(), v.NCID); res != 0 {
 		return res
 	}
@@ -76,5 +68,5 @@ func ncModelStartedCount(r *Request) Result {
 	d.mu.Lock()
 	v.StartedCount = d.modelStarted[v.NCID]
 	d.mu.Unlock()
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }

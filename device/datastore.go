@@ -136,11 +136,7 @@ func (d *Device) freeSlotLocked() *datastoreSlot {
 	return best
 }
 
-func acquireNeuronDS(r *Request) Result {
-	var v ioctl.NeuronDSInfo
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func acquireNeuronDS(r *Request, v *ioctl.NeuronDSInfo) Result {
 	d := r.Dev()
 	d.mu.Lock()
 	var s *datastoreSlot
@@ -159,14 +155,10 @@ func acquireNeuronDS(r *Request) Result {
 	}
 	v.MmapOffset, v.Size = s.chunk.PA, datastoreSize
 	d.mu.Unlock()
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
-func releaseNeuronDS(r *Request) Result {
-	var v ioctl.NeuronDSInfo
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func releaseNeuronDS(r *Request, v *ioctl.NeuronDSInfo) Result {
 	pid := v.PID
 	if pid == 0 {
 		pid = r.Caller.Tgid

@@ -149,7 +149,9 @@ func (d *Device) Open(ctx context.Context, caller Caller, flags int) (*File, sys
 		d.log.WithFields(logrus.Fields{"tgid": tgid}).Warn("open refused: attach table full")
 		return nil, syscall.EBUSY
 	}
-	d.sys.watchProcess(tgid)
+	if caller.Live {
+		d.sys.watchProcess(tgid)
+	}
 	return &File{Dev: d}, 0
 }
 
@@ -161,6 +163,7 @@ func (f *File) Flush(ctx context.Context, caller Caller) {
 		return
 	}
 	f.Dev.detach(ctx, caller, false)
+	f.Dev.sys.detached(caller.Tgid)
 }
 
 // Release runs when the last reference to the open file goes away.

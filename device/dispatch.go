@@ -16,14 +16,43 @@ type Handler func(r *Request) Result
 // exact value first, then families matched by _IOC_NR alone.
 type lane struct {
 	exact map[uint32]Handler
-	byNr  map[uint32]Handler
+	byNr  map[uint32]*family
 }
 
 func (l *lane) find(cmd uint32) Handler {
 	if h, ok := l.exact[cmd]; ok {
 		return h
 	}
-	return l.byNr[ioctl.Nr(cmd)]
+	if f := l.byNr[ioctl.Nr(cmd)]; f != nil {
+		return f.serve
+	}
+	return nil
+}
+
+// family is the commands sharing an _IOC_NR that the driver routes to
+// one handler, which then tells its variants apart: by exact value
+// (exactly), by _IOC_SIZE (bySize), or inside the handler (any).
+type family struct {
+	exactly bool
+	exact   map[uint32]Handler
+	bySize  map[uint32]Handler
+	any     Handler
+}
+
+func (f *family) serve(r *Request) Result {
+	if h, ok := f.exact[r.Cmd]; ok {
+		return h(r)
+	}
+	if f.exactly {
+		return Errno(syscall.EINVAL) // not one of the family's values
+	}
+	if f.bySize != nil {
+		if h, ok := f.bySize[ioctl.Size(r.Cmd)]; ok {
+			return h(r)
+		}
+		return Errno(syscall.EINVAL)
+	}
+	return f.any(r)
 }
 
 // dispatcher routes a command the way the driver's ncdev_ioctl does.
@@ -37,36 +66,44 @@ type dispatcher struct {
 func newDispatcher(t *ioctl.Table) *dispatcher {
 	d := &dispatcher{
 		table: t,
-		main:  lane{exact: map[uint32]Handler{}, byNr: map[uint32]Handler{}},
-		misc:  lane{exact: map[uint32]Handler{}, byNr: map[uint32]Handler{}},
+		main:  lane{exact: map[uint32]Handler{}, byNr: map[uint32]*family{}},
+		misc:  lane{exact: map[uint32]Handler{}, byNr: map[uint32]*family{}},
 		gated: map[uint32]bool{},
 	}
 	for _, c := range t.Commands() {
-		h, ok := handlers[c.Name]
+		h, ok := handlers[c.Macro]
 		if !ok {
 			h = unsupported
-			if c.MatchByNr {
-				h = unsupportedFamily(t, c.Nr())
-			}
 		}
 		l := &d.main
 		if c.Lane == ioctl.LaneMisc {
 			l = &d.misc
 		}
-		if c.MatchByNr {
-			if c.ExactInFamily {
-				h = exactMembers(t, c.Nr(), h)
-			}
-			// A family shares one handler; do not let a member without a
-			// registered handler shadow one that has it.
-			if _, set := l.byNr[c.Nr()]; !set || ok {
-				l.byNr[c.Nr()] = h
-			}
-		} else {
-			l.exact[c.Cmd] = h
-		}
 		if c.AttachGated {
 			d.gated[c.Cmd] = true
+		}
+		if !c.MatchByNr {
+			l.exact[c.Cmd] = h
+			continue
+		}
+		f := l.byNr[c.Nr()]
+		if f == nil {
+			f = &family{exact: map[uint32]Handler{}}
+			l.byNr[c.Nr()] = f
+		}
+		switch {
+		case c.ExactInFamily:
+			f.exactly = true
+			f.exact[c.Cmd] = h
+		case c.SizeSelects:
+			if f.bySize == nil {
+				f.bySize = map[uint32]Handler{}
+			}
+			f.bySize[c.EncodedSize()] = h
+		case f.any == nil || ok:
+			// One handler serves the family; a member without one must
+			// not shadow a member that has it.
+			f.any = h
 		}
 	}
 	return d
@@ -122,25 +159,15 @@ func (s *System) serve(r *Request) Result {
 // the driver answers a request it does not support (-ENOTSUPP, errno 524).
 func unsupported(r *Request) Result { return Errno(ioctl.ENOTSUPP) }
 
-// unsupportedFamily is unsupported for an _IOC_NR family: a command value
-// that is not one of the family's members is refused with EINVAL first,
-// as every family handler of the driver does.
-func unsupportedFamily(t *ioctl.Table, nr uint32) Handler {
-	return exactMembers(t, nr, unsupported)
-}
-
-// exactMembers lets through only the command values this driver version
-// has with _IOC_NR nr; the driver's family handler answers EINVAL to any
-// other value.
-func exactMembers(t *ioctl.Table, nr uint32, h Handler) Handler {
-	members := map[uint32]bool{}
-	for _, c := range t.ByNr(nr) {
-		members[c.Cmd] = true
-	}
+// arg adapts a handler of a typed argument: it copies the argument in, as
+// the driver's handlers start (a fault answers what copyIn answers), so
+// the handler body holds only the driver's logic.
+func arg[T any](h func(r *Request, v *T) Result) Handler {
 	return func(r *Request) Result {
-		if !members[r.Cmd] {
-			return Errno(syscall.EINVAL)
+		var v T
+		if n := copyIn(r, r.Arg, &v); n != 0 {
+			return n
 		}
-		return h(r)
+		return h(r, &v)
 	}
 }

@@ -188,16 +188,16 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 
 func dmaQueueInit(r *Request) Result {
 	var v ioctl.DMAQueueInit
-	if copyIn(r, r.Arg, &v) != 0 {
-		return Errno(syscall.EACCES)
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return r.copyInDenied(n)
 	}
 	return r.queueInit(&v)
 }
 
 func dmaQueueInitBatch(r *Request) Result {
 	var v ioctl.DMAQueueInitBatch
-	if copyIn(r, r.Arg, &v) != 0 {
-		return Errno(syscall.EACCES)
+	if n := copyIn(r, r.Arg, &v); n != 0 {
+		return r.copyInDenied(n)
 	}
 	if v.Count >= queueInitBatchMax {
 		return Errno(syscall.E2BIG)
@@ -293,25 +293,15 @@ func dmaQueueGetState(r *Request) Result {
 // dmaCopyDescriptors writes descriptors into a ring chunk after checking
 // every host address they name, 64 KiB at a time as the driver does:
 // pieces before a failing one stay written.
-func dmaCopyDescriptors(r *Request) Result {
-	var h, buf, off uint64
-	var num, qtype uint32
-	switch r.Cmd {
-	case ioctl.CmdDMACopyDescriptors:
-		var v ioctl.DMACopyDescriptors
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		h, buf, off, num, qtype = v.MemHandle, v.Buffer, uint64(v.Offset), v.NumDescs, v.QueueType
-	case ioctl.CmdDMACopyDescriptors64:
-		var v ioctl.DMACopyDescriptors64
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		h, buf, off, num, qtype = v.MemHandle, v.Buffer, v.Offset, v.NumDescs, v.QueueType
-	default:
-		return Errno(syscall.EINVAL)
-	}
+func dmaCopyDescriptors32(r *Request, v *ioctl.DMACopyDescriptors) Result {
+	return copyDescriptors(r, v.MemHandle, v.Buffer, uint64(v.Offset), v.NumDescs, v.QueueType)
+}
+
+func dmaCopyDescriptors64(r *Request, v *ioctl.DMACopyDescriptors64) Result {
+	return copyDescriptors(r, v.MemHandle, v.Buffer, v.Offset, v.NumDescs, v.QueueType)
+}
+
+func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
 	size := uint64(num) * dma.DescSize
 	c, res := r.useRange(h, off, size)
 	if res != 0 {
@@ -322,8 +312,8 @@ func dmaCopyDescriptors(r *Request) Result {
 	for done := uint64(0); done < size; {
 		n := min(size-done, dmaPiece)
 		p := piece[:n]
-		if got, _ := r.Mem.ReadAt(p, buf+done); got < len(p) {
-			return notCopied(len(p), got)
+		if res := r.readUser(p, buf+done); res != 0 {
+			return res
 		}
 		for i := 0; i < len(p); i += dma.DescSize {
 			if res := r.checkDescAddr(dma.Decode(p[i:]).Addr, qtype); res != 0 {
@@ -391,11 +381,7 @@ func (r *Request) strictDescTarget(c *mempool.Chunk, pa uint64) Result {
 // the driver, a device-memory ring is read from its start whatever
 // start_index says. Reads the driver would make past the ring's chunk
 // are EINVAL here.
-func dmaDescriptorCopyout(r *Request) Result {
-	var v ioctl.DMADescriptorCopyout
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func dmaDescriptorCopyout(r *Request, v *ioctl.DMADescriptorCopyout) Result {
 	if v.Count == 0 {
 		return Errno(syscall.EINVAL)
 	}

@@ -78,15 +78,15 @@ func FuzzIoctl(f *testing.F) {
 	f.Add(ioctl.CmdMemAllocV2MT64, alloc, uint64(0), false)
 	f.Add(ioctl.CmdMemAllocV2MT, alloc, uint64(0), false)
 
-	// Every input goes to the default driver and to 2.27.4.0, which has
-	// five more commands.
+	// Every input goes to the default driver and to the newest, which has
+	// nine more commands and other errnos.
 	type target struct {
 		sys            *System
 		dev            *Device
 		attached, free *File
 	}
 	var targets []target
-	for _, version := range []string{ioctl.DefaultVersion, "2.27.4.0"} {
+	for _, version := range []string{ioctl.DefaultVersion, ioctl.Versions()[0]} {
 		sys, err := NewSystem(Config{Instance: "trn2.48xlarge", DriverVersion: version})
 		if err != nil {
 			f.Fatal(err)

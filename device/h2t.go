@@ -132,11 +132,7 @@ func (d *Device) isDriverRingLocked(eng, q int) bool {
 	return cl != nil && cl.copy
 }
 
-func h2tAllocQueues(r *Request) Result {
-	var v ioctl.H2TDMAAllocQueues
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func h2tAllocQueues(r *Request, v *ioctl.H2TDMAAllocQueues) Result {
 	d := r.Dev()
 	if int(v.NCID) >= d.sys.Arch.CoresPerDevice || int(v.CopyQueueCnt)+int(v.ServiceQueueCnt) >= dma.QueuesPerEngine {
 		return Errno(syscall.E2BIG)
@@ -166,17 +162,13 @@ func h2tAllocQueues(r *Request) Result {
 	}
 	d.mu.Unlock()
 	v.CopyDefaultQueue = uint32(d.sys.Arch.H2TDefaultQueue(int(v.NCID)))
-	if n := copyOut(r, r.Arg, &v); n != 0 {
+	if n := copyOut(r, r.Arg, v); n != 0 {
 		return n
 	}
 	return 0
 }
 
-func h2tFreeQueues(r *Request) Result {
-	var v ioctl.H2TDMAFreeQueues
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func h2tFreeQueues(r *Request, v *ioctl.H2TDMAFreeQueues) Result {
 	d := r.Dev()
 	nc := int(v.NCID)
 	if nc >= d.sys.Arch.CoresPerDevice {

@@ -25,7 +25,7 @@ const (
 // for drivers before 2.27. The driver charges it to core 0. Callers hold
 // d.mu or run before the device serves requests.
 func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
-	if !d.sys.asyncCompletions {
+	if !d.sys.quirks.AsyncCompletionQueues {
 		return nil, nil
 	}
 	c, err := d.pool.Alloc(mempool.AllocRequest{Size: asyncComplSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
@@ -63,11 +63,7 @@ func (d *Device) asyncComplQueueLocked(eng, q int) *mempool.Chunk {
 // queue in the bitmap of core nc's h2t engine, the mmap offset and size
 // of its completion queue. Like the driver it does not check who owns
 // the queue, and a queue without one fails the whole request.
-func asyncH2TComplQueues(r *Request) Result {
-	var v ioctl.GetAsyncH2TDMAComplQueues
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func asyncH2TComplQueues(r *Request, v *ioctl.GetAsyncH2TDMAComplQueues) Result {
 	d := r.Dev()
 	if int(v.NCID) >= d.sys.Arch.CoresPerDevice {
 		return Errno(syscall.EINVAL)
@@ -87,5 +83,5 @@ func asyncH2TComplQueues(r *Request) Result {
 		v.ComplQueueInfo[q] = ioctl.H2TComplQueueInfo{MmapOffset: c.PA, MmapSize: asyncComplSize}
 	}
 	d.mu.Unlock()
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }

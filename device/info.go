@@ -60,11 +60,7 @@ func deviceBDF(r *Request) Result {
 }
 
 // deviceBDFExt looks up a device relative to the fd's device.
-func deviceBDFExt(r *Request) Result {
-	var v ioctl.DeviceBDFExt
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func deviceBDFExt(r *Request, v *ioctl.DeviceBDFExt) Result {
 	// The driver truncates the sum to u8. An index of 64 or more oopses
 	// the real kernel (BUG_ON); here it is just a missing device.
 	index := int(uint8(uint32(r.Dev().Index) + v.NDIndex))
@@ -74,7 +70,7 @@ func deviceBDFExt(r *Request) Result {
 	}
 	b := pciAddress(s, index)
 	v.Domain, v.BusNumber, v.Slot, v.Func = b.Domain, b.Bus, b.Slot, b.Func
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
 func compatibleVersion(r *Request) Result {
@@ -98,7 +94,7 @@ func driverInfo(r *Request) Result {
 				Revision:      bi.Revision,
 				Version:       0,
 				Size:          uint32(ioctl.Sizeof[ioctl.DeviceDriverInfo]()),
-				FeatureFlags1: r.Sys().Table.Features,
+				FeatureFlags1: r.Sys().Table.FeaturesFor(uint32(r.Sys().Arch.Arch)),
 			}
 			return copyOut(r, r.Arg, &v)
 		}
@@ -131,7 +127,10 @@ func logicalToPhysicalNCMap(r *Request) Result {
 	if n := copyIn(r, r.Arg, &v); n != 0 {
 		return n
 	}
-	if v.MaxMapEntries > dhal.NCMapEntries || v.MappingVersion != 0 {
+	// Version 1 (driver 2.29, V3) is the map without the UltraServer die
+	// flip.
+	v1 := v.MappingVersion == 1 && s.quirks.NCMapV1 && s.Arch.Arch == dhal.V3
+	if v.MaxMapEntries > dhal.NCMapEntries || (v.MappingVersion != 0 && !v1) {
 		return Errno(syscall.EINVAL)
 	}
 	// Header then max_map_entries {device_id, device_nc_idx} pairs, one
@@ -144,7 +143,7 @@ func logicalToPhysicalNCMap(r *Request) Result {
 		dev, nc := i/cores, i%cores
 		if nc == 0 {
 			var err error
-			if row, err = dhal.LogicalToPhysicalNC(s.Arch.Arch, dev, s.dieFlipped()); err != nil {
+			if row, err = dhal.LogicalToPhysicalNC(s.Arch.Arch, dev, s.dieFlipped() && !v1); err != nil {
 				return Errno(syscall.EINVAL)
 			}
 		}
@@ -218,11 +217,7 @@ func deviceGetAllAppsInfo(r *Request) Result {
 // maxGlobalCores bounds NC_PID_STATE_DUMP's host-wide core index.
 const maxGlobalCores = 512
 
-func ncPIDStateDump(r *Request) Result {
-	var v ioctl.NCPIDStateDump
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func ncPIDStateDump(r *Request, v *ioctl.NCPIDStateDump) Result {
 	if v.NCID >= maxGlobalCores {
 		return Errno(syscall.ENOENT)
 	}
@@ -241,11 +236,7 @@ func ncPIDStateDump(r *Request) Result {
 // maxPrintk is the driver's stack buffer for PRINTK.
 const maxPrintk = 512
 
-func printk(r *Request) Result {
-	var v ioctl.Printk
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func printk(r *Request, v *ioctl.Printk) Result {
 	if v.Size > maxPrintk {
 		return Errno(syscall.EFAULT)
 	}
@@ -255,8 +246,8 @@ func printk(r *Request) Result {
 		return Errno(syscall.EBADMSG)
 	}
 	buf := make([]byte, v.Size)
-	if n, _ := r.Mem.ReadAt(buf, v.Buffer); n < len(buf) {
-		return notCopied(len(buf), n)
+	if res := r.readUser(buf, v.Buffer); res != 0 {
+		return res
 	}
 	if buf[len(buf)-1] != 0 {
 		return Errno(syscall.EBADMSG)
@@ -268,11 +259,7 @@ func printk(r *Request) Result {
 // metricsCtl is the driver-global metrics posting mode.
 type metricsCtl struct{ paused bool }
 
-func metricsCtrl(r *Request) Result {
-	var v ioctl.MetricsCtrl
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func metricsCtrl(r *Request, v *ioctl.MetricsCtrl) Result {
 	s := r.Sys()
 	// 0 resumes and 1 pauses periodic metric posting; other values are ignored.
 	switch v.Mode {

@@ -33,28 +33,34 @@ func (d *Device) chunkFor(h uint64) (*mempool.Chunk, Result) {
 // handle and writes it through the caller's pointer; on a failed write the
 // chunk is freed again and the positive count returned, as the driver does.
 func allocFor(r *Request, req mempool.AllocRequest, handlePtr uint64) Result {
+	_, res := allocChunkFor(r, req, handlePtr)
+	return res
+}
+
+// allocChunkFor is allocFor that also returns the chunk.
+func allocChunkFor(r *Request, req mempool.AllocRequest, handlePtr uint64) (*mempool.Chunk, Result) {
 	d := r.Dev()
 	if !d.IsAttached(r.Caller.Tgid) {
 		// Process memory for a process that never opened the device (an
 		// inherited fd) trips a BUG_ON in the driver; here it is refused.
-		return Errno(syscall.EACCES)
+		return nil, Errno(syscall.EACCES)
 	}
 	req.Lifespan, req.PID = mempool.LifespanCurProcess, r.Caller.Tgid
 	c, err := d.pool.Alloc(req)
 	if err != nil {
-		return errnoOf(err)
+		return nil, errnoOf(err)
 	}
 	d.pattern.fill(c.PA, c.Size) // before any mapping can see it
 	h, err := d.pool.Handle(c)
 	if err != nil {
 		d.freeChunk(c, r.Caller.Tgid)
-		return errnoOf(err)
+		return nil, errnoOf(err)
 	}
 	if n := copyOut(r, handlePtr, &h); n != 0 {
 		d.freeChunk(c, r.Caller.Tgid)
-		return n
+		return nil, n
 	}
-	return 0
+	return c, 0
 }
 
 // freeChunk drops a reference; a chunk freed for good returns its memory
@@ -103,53 +109,49 @@ func defaultMemType(host bool) uint32 {
 func memAlloc(r *Request) Result {
 	var v ioctl.MemAlloc
 	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return Errno(syscall.EACCES)
+		return r.copyInDenied(n)
 	}
 	host := v.HostMemory != 0
 	return allocFor(r, mempool.AllocRequest{Size: v.Size, Host: host, Channel: v.DramChannel, NCID: v.NCID, MemType: defaultMemType(host)}, v.MemHandle)
 }
 
-// memAllocV2 serves every command with _IOC_NR 102: V2, V2MT and V2MT64.
-func memAllocV2(r *Request) Result {
-	var req mempool.AllocRequest
-	var handlePtr uint64
-	switch r.Cmd {
-	case ioctl.CmdMemAllocV2:
-		var v ioctl.MemAllocV2
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		req = mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: defaultMemType(v.HostMemory != 0)}
-		handlePtr = v.MemHandle
-	case ioctl.CmdMemAllocV2MT:
-		var v ioctl.MemAllocV2MemType
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		req = mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}
-		handlePtr = v.MemHandle
-	case ioctl.CmdMemAllocV2MT64:
-		var v ioctl.MemAllocV2MemType64
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		req = mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}
-		handlePtr = v.MemHandle
-	default:
-		return Errno(syscall.EINVAL)
-	}
-	return allocFor(r, req, handlePtr)
+// The _IOC_NR 102 family: V2, V2MT, V2MT64 and (2.28) V2MT64_PA.
+func memAllocV2(r *Request, v *ioctl.MemAllocV2) Result {
+	return allocFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: defaultMemType(v.HostMemory != 0)}, v.MemHandle)
 }
 
-func memFree(r *Request) Result {
-	var v ioctl.MemFree
-	if n := copyIn(r, r.Arg, &v); n != 0 {
+func memAllocV2MT(r *Request, v *ioctl.MemAllocV2MemType) Result {
+	return allocFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}, v.MemHandle)
+}
+
+// memAllocV2MT64PA (driver 2.28) allocates as V2MT64 does and writes the
+// whole struct back with the chunk's physical address (a host chunk's
+// with the host route bit, as MEM_GET_EXTENDED_INFO gives it).
+func memAllocV2MT64PA(r *Request, v *ioctl.MemAllocV2MemType64PA) Result {
+	c, res := allocChunkFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}, v.MemHandle)
+	if res != 0 {
+		return res
+	}
+	v.PA = c.PA
+	if c.Loc == mempool.LocHost {
+		v.PA |= r.Sys().Arch.HostBase
+	}
+	if n := copyOut(r, r.Arg, v); n != 0 {
+		r.Dev().freeChunk(c, r.Caller.Tgid)
 		return n
 	}
+	return 0
+}
+
+func memAllocV2MT64(r *Request, v *ioctl.MemAllocV2MemType64) Result {
+	return allocFor(r, mempool.AllocRequest{Size: v.Size, Align: v.Align, Host: v.HostMemory != 0, Channel: v.DramChannel, NCID: v.NCID, MemType: v.MemType}, v.MemHandle)
+}
+
+func memFree(r *Request, v *ioctl.MemFree) Result {
 	d := r.Dev()
 	c, res := r.useChunk(v.MemHandle)
 	if res != 0 {
-		return res
+		return r.memErrno(res, false)
 	}
 	d.freeChunk(c, r.Caller.Tgid)
 	return 0
@@ -166,20 +168,12 @@ func (r *Request) writePA(handle, ptr uint64) (uint64, Result) {
 	return pa, copyOut(r, ptr, &pa)
 }
 
-func memGetPA(r *Request) Result {
-	var v ioctl.MemGetPA
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func memGetPA(r *Request, v *ioctl.MemGetPA) Result {
 	_, res := r.writePA(v.MemHandle, v.PA)
 	return res
 }
 
-func memGetInfo(r *Request) Result {
-	var v ioctl.MemGetInfo
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func memGetInfo(r *Request, v *ioctl.MemGetInfo) Result {
 	pa, res := r.writePA(v.MemHandle, v.PA)
 	if res != 0 {
 		return res
@@ -199,11 +193,7 @@ func kernelChunkAddress(c *mempool.Chunk) uint64 {
 
 // memGetExtendedInfo overwrites the whole struct. A bad handle returns a
 // positive 22 (the driver's "return EINVAL" without the minus).
-func memGetExtendedInfo(r *Request) Result {
-	var v ioctl.MemGetExtendedInfo
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func memGetExtendedInfo(r *Request, v *ioctl.MemGetExtendedInfo) Result {
 	c, err := r.Dev().pool.Lookup(v.MemHandle)
 	if err != nil {
 		return Result(syscall.EINVAL)
@@ -222,57 +212,44 @@ func memGetExtendedInfo(r *Request) Result {
 	return copyOut(r, r.Arg, &out)
 }
 
-// memMCGetInfo serves _IOC_NR 111: the size picks the version. It finds
-// the chunk (of any process) containing a physical address.
-func memMCGetInfo(r *Request) Result {
-	d := r.Dev()
-	switch int(ioctl.Size(r.Cmd)) {
-	case ioctl.Sizeof[ioctl.MemGetMCMmapInfo]():
-		var v ioctl.MemGetMCMmapInfo
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		c, ok := d.pool.Containing(v.PA)
-		if !ok {
-			return Errno(syscall.ENOMEM)
-		}
-		v.MmapOffset, v.Size = c.PA, c.Size
-		return copyOut(r, r.Arg, &v)
-	case ioctl.Sizeof[ioctl.MemGetMCMmapInfoV2]():
-		var v ioctl.MemGetMCMmapInfoV2
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		c, ok := d.pool.Containing(v.PA)
-		if !ok {
-			return Errno(syscall.ENOMEM)
-		}
-		v.MmapOffset, v.Size = c.PA, c.Size
-		h, err := d.pool.Handle(c)
-		if err != nil {
-			return errnoOf(err)
-		}
-		d.pool.Share(c, r.Caller.Tgid)
-		v.MemHandle = h
-		return copyOut(r, r.Arg, &v)
+// memMCGetInfo (_IOC_NR 111, the size picks the version) finds the chunk
+// (of any process) containing a physical address.
+func memMCGetInfo(r *Request, v *ioctl.MemGetMCMmapInfo) Result {
+	c, ok := r.Dev().pool.Containing(v.PA)
+	if !ok {
+		return Errno(syscall.ENOMEM)
 	}
-	return Errno(syscall.EINVAL)
+	v.MmapOffset, v.Size = c.PA, c.Size
+	return copyOut(r, r.Arg, v)
+}
+
+// memMCGetInfoV2 also hands out the chunk's handle.
+func memMCGetInfoV2(r *Request, v *ioctl.MemGetMCMmapInfoV2) Result {
+	d := r.Dev()
+	c, ok := d.pool.Containing(v.PA)
+	if !ok {
+		return Errno(syscall.ENOMEM)
+	}
+	v.MmapOffset, v.Size = c.PA, c.Size
+	h, err := d.pool.Handle(c)
+	if err != nil {
+		return errnoOf(err)
+	}
+	d.pool.Share(c, r.Caller.Tgid)
+	v.MemHandle = h
+	return copyOut(r, r.Arg, v)
 }
 
 // dumpMemChunks is two-pass: the count always goes back; the records only
 // when the caller made room for them, else EAGAIN.
-func dumpMemChunks(r *Request) Result {
-	var v ioctl.DumpMemChunks
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func dumpMemChunks(r *Request, v *ioctl.DumpMemChunks) Result {
 	d := r.Dev()
 	var chunks []*mempool.Chunk
 	if int(v.HBMIndex) < d.sys.Arch.HBMChannels {
 		chunks = d.pool.DeviceChunks(int(v.HBMIndex))
 	}
 	v.NumEntriesOut = uint32(len(chunks))
-	if n := copyOut(r, r.Arg, &v); n != 0 {
+	if n := copyOut(r, r.Arg, v); n != 0 {
 		return n
 	}
 	if v.NumEntriesIn < v.NumEntriesOut {
@@ -315,29 +292,18 @@ func chunkSpan(c *mempool.Chunk) uint64 {
 // buffer copies: a fault reports what was left of the failing piece.
 const dmaPiece = 64 << 10
 
-// memBufCopy serves _IOC_NR 24 (MEM_BUF_COPY, MEM_BUF_COPY64): between a
-// user buffer and a chunk.
-func memBufCopy(r *Request) Result {
-	var h, buf, size, off uint64
-	var toChunk bool
-	switch r.Cmd {
-	case ioctl.CmdMemBufCopy:
-		var v ioctl.MemBufCopy
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		h, buf, size, off, toChunk = v.MemHandle, v.Buffer, uint64(v.Size), uint64(v.Offset), v.CopyToMemHandle != 0
-	case ioctl.CmdMemBufCopy64:
-		var v ioctl.MemBufCopy64
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		h, buf, size, off, toChunk = v.MemHandle, v.Buffer, v.Size, v.Offset, v.CopyToMemHandle != 0
-	default:
-		return Errno(syscall.EINVAL)
-	}
+// The _IOC_NR 24 family: between a user buffer and a chunk.
+func memBufCopy32(r *Request, v *ioctl.MemBufCopy) Result {
+	return bufCopy(r, v.MemHandle, v.Buffer, uint64(v.Size), uint64(v.Offset), v.CopyToMemHandle != 0)
+}
+
+func memBufCopy64(r *Request, v *ioctl.MemBufCopy64) Result {
+	return bufCopy(r, v.MemHandle, v.Buffer, v.Size, v.Offset, v.CopyToMemHandle != 0)
+}
+
+func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	d := r.Dev()
-	c, res := r.useRange(h, off, size)
+	c, res := r.useMemRange(h, off, size)
 	if res != 0 {
 		return res
 	}
@@ -359,6 +325,9 @@ func memBufCopy(r *Request) Result {
 	if uint64(n) == size {
 		return 0
 	}
+	if r.Sys().quirks.CopyInEFAULT {
+		return Errno(syscall.EFAULT) // driver 2.29, both directions
+	}
 	if c.Loc == mempool.LocHost {
 		return notCopied(int(size), n) // one copy_{from,to}_user
 	}
@@ -367,28 +336,19 @@ func memBufCopy(r *Request) Result {
 	return Result(pieceEnd - uint64(n))
 }
 
-// memCopy serves _IOC_NR 23 (MEM_COPY, MEM_COPY64): chunk to chunk.
-func memCopy(r *Request) Result {
-	var src, dst, size, srcOff, dstOff uint64
-	switch r.Cmd {
-	case ioctl.CmdMemCopy:
-		var v ioctl.MemCopy
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		src, dst, size, srcOff, dstOff = v.SrcMemHandle, v.DstMemHandle, uint64(v.Size), uint64(v.SrcOffset), uint64(v.DstOffset)
-	case ioctl.CmdMemCopy64:
-		var v ioctl.MemCopy64
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		src, dst, size, srcOff, dstOff = v.SrcMemHandle, v.DstMemHandle, v.Size, v.SrcOffset, v.DstOffset
-	default:
-		return Errno(syscall.EINVAL)
-	}
+// The _IOC_NR 23 family: chunk to chunk.
+func memCopy32(r *Request, v *ioctl.MemCopy) Result {
+	return chunkCopy(r, v.SrcMemHandle, v.DstMemHandle, uint64(v.Size), uint64(v.SrcOffset), uint64(v.DstOffset))
+}
+
+func memCopy64(r *Request, v *ioctl.MemCopy64) Result {
+	return chunkCopy(r, v.SrcMemHandle, v.DstMemHandle, v.Size, v.SrcOffset, v.DstOffset)
+}
+
+func chunkCopy(r *Request, src, dst, size, srcOff, dstOff uint64) Result {
 	sc, dc, res := r.usePair(src, srcOff, dst, dstOff, size)
 	if res != 0 {
-		return res
+		return res // usePair answers the version's errnos
 	}
 	return r.Dev().copyChunks(dc, dstOff, sc, srcOff, size)
 }
@@ -409,29 +369,18 @@ func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk,
 	return 0
 }
 
-// memset serves _IOC_NR 28 (MEMSET, MEMSET64): fills with the low byte of
-// value.
-func memset(r *Request) Result {
-	var h, off, size uint64
-	var value uint32
-	switch r.Cmd {
-	case ioctl.CmdMemset:
-		var v ioctl.Memset
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		h, off, size, value = v.MemHandle, v.Offset, uint64(v.Size), v.Value
-	case ioctl.CmdMemset64:
-		var v ioctl.Memset64
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		h, off, size, value = v.MemHandle, v.Offset, v.Size, v.Value
-	default:
-		return Errno(syscall.EINVAL)
-	}
+// The _IOC_NR 28 family: fills with the low byte of value.
+func memset32(r *Request, v *ioctl.Memset) Result {
+	return fillChunk(r, v.MemHandle, v.Offset, uint64(v.Size), v.Value)
+}
+
+func memset64(r *Request, v *ioctl.Memset64) Result {
+	return fillChunk(r, v.MemHandle, v.Offset, v.Size, v.Value)
+}
+
+func fillChunk(r *Request, h, off, size uint64, value uint32) Result {
 	d := r.Dev()
-	c, res := r.useRange(h, off, size)
+	c, res := r.useMemRange(h, off, size)
 	if res != 0 {
 		return res
 	}

@@ -17,8 +17,8 @@ import (
 const (
 	maxNQ          = 96 // MAX_NQ_SUPPORTED
 	nqPerType      = 16
-	nqDevTypeCore  = 0
-	nqDevTypeTopSP = 1
+	nqDevTypeCore  = ioctl.NQDevTypeCore
+	nqDevTypeTopSP = ioctl.NQDevTypeTopSP
 	nqNoMmap       = ^uint64(0) // mmap_offset of a ring in device memory
 )
 
@@ -66,14 +66,11 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	return fresh, 0
 }
 
-// nqTypeTraceDMA queues live in a DMA engine's notification block.
-const nqTypeTraceDMA = 4
-
 // programNQ binds a fresh ring to its NOTIFIC slot (the engine index), as
 // the driver writes base and size. TRACE_DMA queues belong to the DMA
 // engines' own notification blocks, which are not emulated.
 func (d *Device) programNQ(s nqSpec, c *mempool.Chunk) {
-	if s.nqType == nqTypeTraceDMA {
+	if s.nqType == ioctl.NQTypeTraceDMA { // in a DMA engine's own notification block
 		return
 	}
 	blocks := d.mmio.coreNQ
@@ -115,51 +112,48 @@ func nqMmapOffset(c *mempool.Chunk) uint64 {
 	return nqNoMmap
 }
 
-// notificationsInit serves NOTIFICATIONS_INIT_V2 and _WITH_REALLOC_V2.
-func notificationsInit(r *Request) Result {
-	var v2 ioctl.NotificationsInitV2
-	var vr ioctl.NotificationsInitWithReallocV2
-	var s nqSpec
-	if r.Cmd == ioctl.CmdNotificationsInitV2 {
-		if n := copyIn(r, r.Arg, &v2); n != 0 {
-			return n
-		}
-		s = nqSpec{v2.NQDevType, v2.NQDevID, v2.NQType, v2.EngineIndex, v2.Size, v2.DramChannel, v2.OnHostMemory != 0, false}
-	} else {
-		if n := copyIn(r, r.Arg, &vr); n != 0 {
-			return n
-		}
-		s = nqSpec{vr.NQDevType, vr.NQDevID, vr.NQType, vr.EngineIndex, vr.Size, vr.DramChannel, vr.OnHostMemory != 0, vr.ForceAllocMem != 0}
-	}
-	d := r.Dev()
-	c, res := d.initNQ(r, s)
+// notificationsInit serves NOTIFICATIONS_INIT_V2.
+func notificationsInit(r *Request, v *ioctl.NotificationsInitV2) Result {
+	c, h, res := initNQFor(r, nqSpec{v.NQDevType, v.NQDevID, v.NQType, v.EngineIndex, v.Size, v.DramChannel, v.OnHostMemory != 0, false})
 	if res != 0 {
 		return res
 	}
+	v.MmapOffset, v.MemHandle = nqMmapOffset(c), h
+	return copyOut(r, r.Arg, v)
+}
+
+// notificationsInitRealloc serves NOTIFICATIONS_INIT_WITH_REALLOC_V2.
+func notificationsInitRealloc(r *Request, v *ioctl.NotificationsInitWithReallocV2) Result {
+	c, h, res := initNQFor(r, nqSpec{v.NQDevType, v.NQDevID, v.NQType, v.EngineIndex, v.Size, v.DramChannel, v.OnHostMemory != 0, v.ForceAllocMem != 0})
+	if res != 0 {
+		return res
+	}
+	v.MmapOffset, v.MemHandle = nqMmapOffset(c), h
+	return copyOut(r, r.Arg, v)
+}
+
+// initNQFor initialises a queue for the caller and hands out its handle.
+func initNQFor(r *Request, s nqSpec) (*mempool.Chunk, uint64, Result) {
+	d := r.Dev()
+	c, res := d.initNQ(r, s)
+	if res != 0 {
+		return nil, 0, res
+	}
 	h, err := d.pool.Handle(c)
 	if err != nil {
-		return errnoOf(err)
+		return nil, 0, errnoOf(err)
 	}
-	if r.Cmd == ioctl.CmdNotificationsInitV2 {
-		v2.MmapOffset, v2.MemHandle = nqMmapOffset(c), h
-		return copyOut(r, r.Arg, &v2)
-	}
-	vr.MmapOffset, vr.MemHandle = nqMmapOffset(c), h
-	return copyOut(r, r.Arg, &vr)
+	return c, h, 0
 }
 
 // notificationsInitV1: cores only, host memory only, no handle.
-func notificationsInitV1(r *Request) Result {
-	var v ioctl.NotificationsInitV1
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func notificationsInitV1(r *Request, v *ioctl.NotificationsInitV1) Result {
 	c, res := r.Dev().initNQ(r, nqSpec{devType: nqDevTypeCore, devID: v.NCID, nqType: v.NQType, engine: v.EngineIndex, size: v.Size, host: true})
 	if res != 0 {
 		return res
 	}
 	v.MmapOffset = nqMmapOffset(c)
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
 // destroyNQsLocked halts and frees a core's queues and its TOP_SPs' (at

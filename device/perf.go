@@ -11,11 +11,7 @@ import (
 
 // throttlingNotifications serves THROTTLING_NOTIFICATIONS: SET_FEATURE
 // with bit 0 set or clear, on every architecture.
-func throttlingNotifications(r *Request) Result {
-	var v ioctl.ThrottlingNotifications
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func throttlingNotifications(r *Request, v *ioctl.ThrottlingNotifications) Result {
 	var bits byte
 	if v.Enable != 0 {
 		bits = mmio.FeatureThrottlingNotifier
@@ -48,11 +44,7 @@ func getPerformanceProfile(r *Request) Result {
 // availablePerfProfiles serves AVAILABLE_PERF_PROFILES: the firmware's
 // profiles for a feature (0 all) as a count and a 256-bit map. V2 has no
 // profiles and leaves the caller's map as it was.
-func availablePerfProfiles(r *Request) Result {
-	var v ioctl.AvailablePerfProfiles
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func availablePerfProfiles(r *Request, v *ioctl.AvailablePerfProfiles) Result {
 	d := r.Dev()
 	v.NumProfiles = 0
 	if d.sys.Arch.Arch != dhal.V2 {
@@ -67,5 +59,5 @@ func availablePerfProfiles(r *Request) Result {
 			copy(v.Bitmap[:], answer[1:])
 		}
 	}
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }

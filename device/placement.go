@@ -12,18 +12,14 @@ import (
 // the fd it comes through. Whatever happens, the struct is written back
 // (va unchanged, -1 for both indexes on failure), and a failed write is
 // ignored, as the driver does.
-func getVAPlacement(r *Request) Result {
-	var v ioctl.GetVAPlacement
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func getVAPlacement(r *Request, v *ioctl.GetVAPlacement) Result {
 	res := Result(0)
 	dev, hbm, ok := r.vaPlacement(v.VA)
 	if !ok {
 		dev, hbm, res = -1, -1, Errno(syscall.ENXIO)
 	}
 	v.DeviceIndex, v.HBMIndex = dev, hbm
-	copyOut(r, r.Arg, &v)
+	copyOut(r, r.Arg, v)
 	return res
 }
 

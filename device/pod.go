@@ -43,8 +43,8 @@ func copyInPodVariant(r *Request, full []byte, variants ...uint32) (int, Result)
 		return 0, Errno(syscall.EINVAL)
 	}
 	size := int(ioctl.Size(r.Cmd))
-	if n, _ := r.Mem.ReadAt(full[:size], r.Arg); n < size {
-		return 0, notCopied(size, n)
+	if res := r.readUser(full[:size], r.Arg); res != 0 {
+		return 0, res
 	}
 	if int(binary.LittleEndian.Uint16(full)) != size {
 		return 0, Errno(syscall.EINVAL)

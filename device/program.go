@@ -13,31 +13,19 @@ import (
 // a synchronous DMA. The bounce buffer is as large as the copy: a size
 // the driver could not allocate (0, or beyond kmalloc's limit) is ENOMEM,
 // and so is a core beyond the driver's eight.
-func programEngine(r *Request) Result {
-	var nc uint32
-	var dst, buf, size, off uint64
-	switch r.Cmd {
-	case ioctl.CmdProgramEngine:
-		var v ioctl.ProgramEngine
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		dst, buf, size, off = v.Dst, v.Buffer, uint64(v.Size), uint64(v.Offset)
-	case ioctl.CmdProgramEngineNC:
-		var v ioctl.ProgramEngineNC
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		nc, dst, buf, size, off = v.NCID, v.Dst, v.Buffer, uint64(v.Size), uint64(v.Offset)
-	case ioctl.CmdProgramEngineNC64:
-		var v ioctl.ProgramEngineNC64
-		if n := copyIn(r, r.Arg, &v); n != 0 {
-			return n
-		}
-		nc, dst, buf, size, off = v.NCID, v.Dst, v.Buffer, v.Size, v.Offset
-	default:
-		return Errno(syscall.EINVAL)
-	}
+func programEngine(r *Request, v *ioctl.ProgramEngine) Result {
+	return program(r, 0, v.Dst, v.Buffer, uint64(v.Size), uint64(v.Offset))
+}
+
+func programEngineNC(r *Request, v *ioctl.ProgramEngineNC) Result {
+	return program(r, v.NCID, v.Dst, v.Buffer, uint64(v.Size), uint64(v.Offset))
+}
+
+func programEngineNC64(r *Request, v *ioctl.ProgramEngineNC64) Result {
+	return program(r, v.NCID, v.Dst, v.Buffer, v.Size, v.Offset)
+}
+
+func program(r *Request, nc uint32, dst, buf, size, off uint64) Result {
 	d := r.Dev()
 	if !d.sys.Arch.ProgramRegion(dst+off, size) || dst+off < dst {
 		return Errno(syscall.ENOMEM)
@@ -46,8 +34,8 @@ func programEngine(r *Request) Result {
 		return Errno(syscall.ENOMEM)
 	}
 	bounce := make([]byte, size)
-	if n, _ := r.Mem.ReadAt(bounce, buf+off); n < len(bounce) {
-		return notCopied(len(bounce), n)
+	if res := r.readUser(bounce, buf+off); res != 0 {
+		return res
 	}
 	to, ok := d.dma.mem.Slice(dst+off, size)
 	if !ok {

@@ -37,6 +37,9 @@ type Caller struct {
 	// the caller: the driver's waits end only for those, while a FUSE
 	// interrupt comes for any signal.
 	FatalSignalPending func() bool
+	// Live says the tgid is a process of this host that the transport saw
+	// (not a test's made-up id): the system watches it for its exit.
+	Live bool
 }
 
 func (c Caller) fatal() bool { return c.FatalSignalPending != nil && c.FatalSignalPending() }
@@ -73,16 +76,25 @@ func Errno(e syscall.Errno) Result { return -Result(e) }
 // when a user copy faults.
 func notCopied(want, got int) Result { return Result(want - got) }
 
-// copyIn fills v from user memory at addr. It returns 0, or the driver's
-// positive not-copied count.
+// copyIn fills v from user memory at addr. It returns 0, or what the
+// driver answers a fault: its positive not-copied count, or EFAULT from
+// driver 2.29.
 func copyIn[T any](r *Request, addr uint64, v *T) Result {
 	b := ioctl.Bytes(v)
 	if addr == r.Arg && len(r.In) >= len(b) {
 		copy(b, r.In)
 		return 0
 	}
+	return r.readUser(b, addr)
+}
+
+// readUser copies user memory at addr into b, with copyIn's result.
+func (r *Request) readUser(b []byte, addr uint64) Result {
 	n, _ := r.Mem.ReadAt(b, addr)
 	if n < len(b) {
+		if r.Sys().quirks.CopyInEFAULT {
+			return Errno(syscall.EFAULT)
+		}
 		return notCopied(len(b), n)
 	}
 	return 0

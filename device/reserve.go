@@ -84,13 +84,22 @@ func rangeMapArg(r *Request) (ioctl.CRWLNCMapExt, int, Result) {
 	case uint32(ioctl.Sizeof[ioctl.CRWLNCMapExt]()):
 		size = ioctl.Sizeof[ioctl.CRWLNCMapExt]()
 	default:
-		return ext, 0, Errno(syscall.EINVAL)
+		return ext, 0, r.markSizeErrno()
 	}
 	buf := ioctl.Bytes(&ext)[:size]
-	if n, _ := r.Mem.ReadAt(buf, r.Arg); n < size {
-		return ext, 0, notCopied(size, n)
+	if res := r.readUser(buf, r.Arg); res != 0 {
+		return ext, 0, res
 	}
 	return ext, size, 0
+}
+
+// markSizeErrno is RANGE_MARK/UNMARK's answer to a size that is neither
+// form: EINVAL, and for MARK from driver 2.29 ENXIO.
+func (r *Request) markSizeErrno() Result {
+	if r.Sys().quirks.MarkSizeENXIO && ioctl.Nr(r.Cmd) == ioctl.Nr(ioctl.CmdCRWLNCRangeMark) {
+		return Errno(syscall.ENXIO)
+	}
+	return Errno(syscall.EINVAL)
 }
 
 func crwlRangeMark(r *Request) Result {

@@ -221,7 +221,7 @@ func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 
 // minResetWait is the least the emulated driver waits for the firmware to
 // finish a reset, whatever the time scale.
-const minResetWait = time.Second
+const minResetWait = 500 * time.Millisecond
 
 // resetSleep sleeps unless the device is closing (false).
 func (d *Device) resetSleep(t time.Duration) bool {
@@ -264,11 +264,7 @@ func (d *Device) waitResetLocked(ctx context.Context, fatal func() bool, id uint
 	return 1
 }
 
-func ncReset(r *Request) Result {
-	var v ioctl.DeviceReset
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func ncReset(r *Request, v *ioctl.DeviceReset) Result {
 	d := r.Dev()
 	v.RequestID = uint32(r.Caller.Tgid)
 	d.mu.Lock()
@@ -277,19 +273,15 @@ func ncReset(r *Request) Result {
 	if res != 0 {
 		return res
 	}
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
-func ncResetReady(r *Request) Result {
-	var v ioctl.DeviceReady
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func ncResetReady(r *Request, v *ioctl.DeviceReady) Result {
 	d := r.Dev()
 	d.mu.Lock()
 	v.Result = d.waitResetLocked(r.Ctx, r.Caller.fatal, v.RequestID, false)
 	d.mu.Unlock()
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
 // deviceResetDeprecated queues a whole-device reset for the caller and

@@ -214,8 +214,9 @@ func TestResetThroughFirmware(t *testing.T) {
 		t.Errorf("firmware status %#x after the reset", st)
 	}
 
-	// 100 ms of firmware work against a driver that waits 10 ms.
-	slow, err := NewSystem(Config{Instance: "trn2.48xlarge", Devices: 1, ResetLatency: 100 * time.Millisecond, TimeScale: 0.01})
+	// 2 s of firmware work against a driver that waits 10 ms scaled (the
+	// emulated driver waits at least minResetWait).
+	slow, err := NewSystem(Config{Instance: "trn2.48xlarge", Devices: 1, ResetLatency: 4 * minResetWait, TimeScale: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,7 @@ import (
 // and any other is written into live chunks at once and into the rest of
 // the channel block by block as it is first reached (hbmPattern).
 
-func hbmScrubStart(r *Request) Result {
-	var v ioctl.HBMScrubStart
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func hbmScrubStart(r *Request, v *ioctl.HBMScrubStart) Result {
 	d := r.Dev()
 	a := d.sys.Arch
 	if int(v.HBMIndex) >= a.HBMChannels {
@@ -49,11 +45,7 @@ func hbmScrubStart(r *Request) Result {
 	return 0
 }
 
-func hbmScrubWait(r *Request) Result {
-	var v ioctl.HBMScrubWait
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func hbmScrubWait(r *Request, v *ioctl.HBMScrubWait) Result {
 	d := r.Dev()
 	if int(v.HBMIndex) >= d.sys.Arch.HBMChannels {
 		return Errno(syscall.EPERM)

@@ -44,11 +44,7 @@ var semOps = map[uint32]chip.Op{
 	ioctl.CmdSemaphoreDecrement: chip.Dec,
 }
 
-func semaphoreOp(r *Request) Result {
-	var v ioctl.Semaphore
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func semaphoreOp(r *Request, v *ioctl.Semaphore) Result {
 	s := r.Sys()
 	if res := validCore(s, v.NCID); res != 0 {
 		return res
@@ -68,17 +64,13 @@ func semaphoreOp(r *Request) Result {
 		return Errno(syscall.EINVAL)
 	}
 	v.Value = a.Semaphore(int(idx))
-	return copyOut(r, r.Arg, &v)
+	return copyOut(r, r.Arg, v)
 }
 
 // eventOp: the driver does not check the core (it truncates it to 8 bits
 // and computes a register address); a core the device lacks reads 0 and
 // ignores writes here.
-func eventOp(r *Request) Result {
-	var v ioctl.Event
-	if n := copyIn(r, r.Arg, &v); n != 0 {
-		return n
-	}
+func eventOp(r *Request, v *ioctl.Event) Result {
 	idx := uint16(v.EventIndex)
 	if idx > chip.Events {
 		return Errno(syscall.EINVAL)
@@ -100,7 +92,7 @@ func eventOp(r *Request) Result {
 		v.Value = 0
 	}
 	if r.Cmd == ioctl.CmdEventGet {
-		return copyOut(r, r.Arg, &v)
+		return copyOut(r, r.Arg, v)
 	}
 	return 0
 }

@@ -56,7 +56,7 @@ func (s *System) ClassAttributes() []Attr {
 // read: the version (libnrt requires major >= 2) and the load state.
 func (s *System) ModuleAttributes() []Attr {
 	return []Attr{
-		{Path: "version", Mode: 0o444, Show: func() string { return s.Table.Version + "\n" }},
+		{Path: "version", Mode: 0o444, Show: func() string { return s.Table.Version.String() + "\n" }},
 		{Path: "initstate", Mode: 0o444, Show: func() string { return "live\n" }},
 	}
 }
@@ -89,8 +89,8 @@ func (d *Device) Attributes() []Attr {
 		{Path: "uevent", Mode: 0o644, Show: text(fmt.Sprintf("MAJOR=%d\nMINOR=%d\nDEVNAME=%s\n", s.Major, d.Index, d.Name())),
 			Store: func([]byte) syscall.Errno { return 0 }},
 		{Path: "reset", Mode: modeResetAttr, Show: func() string { return fmt.Sprintf("%d\n", d.State()) }, Store: d.storeReset},
-		{Path: "core_count", Mode: modeOwnerRead, Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
-		{Path: "connected_devices", Mode: modeOwnerRead, Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
+		{Path: "core_count", Mode: s.topologyMode(), Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
+		{Path: "connected_devices", Mode: s.topologyMode(), Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
 		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.showNotifyDelay, Store: s.storeNotifyDelay},
 		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.serialNumber(d.Index))), Store: ignoreWrite},
 		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n"), Store: ignoreWrite},
@@ -104,6 +104,15 @@ func (d *Device) Attributes() []Attr {
 		attrs = append(attrs, Attr{Path: fmt.Sprintf("neuron_core%d/info/architecture/arch_type", c), Mode: modeMetricAttr, Show: text(p.NCArchType + "\n"), Store: ignoreWrite})
 	}
 	return append(attrs, d.metricAttributes()...)
+}
+
+// topologyMode is the mode of core_count and connected_devices: owner
+// read, world-readable from driver 2.28.
+func (s *System) topologyMode() uint32 {
+	if s.quirks.FWBuildAttr {
+		return modeClassAttr
+	}
+	return modeOwnerRead
 }
 
 // connectedDevicesMax is the driver's buffer for connected_devices: a

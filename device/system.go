@@ -77,24 +77,18 @@ type System struct {
 	timeScale    float64
 	faults       Faults
 	strict       bool
-	// fwFailIsError: a register-protocol request the firmware answered
-	// with a failure returns -1 (driver 2.27); 2.25 returns 0.
-	fwFailIsError bool
-	// asyncCompletions: driver h2t copy queues carry an async completion
-	// queue (driver 2.27).
-	asyncCompletions bool
+	// quirks are the emulated version's behaviour changes.
+	quirks ioctl.Quirks
 	// hostSpace is the host's DMA address space, shared by the devices.
-	hostSpace *mempool.HostSpace
-	// barReadChecked: BAR_READ refuses addresses outside BAR0 with EINVAL
-	// (driver 2.27; 2.25 reads wherever it is told).
-	barReadChecked bool
-	nodeSerial     uint64
-	podRAM         podRAM        // each device's firmware, for the election
-	pod            *pod.Election // nil outside UltraServer and PDS hosts
+	hostSpace  *mempool.HostSpace
+	nodeSerial uint64
+	podRAM     podRAM        // each device's firmware, for the election
+	pod        *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          lockrank.Mutex[lockrank.Host] // guards the driver-global state below
 	metrics     metricsCtl
 	watched     map[int32]*os.File // attached processes' pidfds (watch.go)
+	pins        pins               // pinned host memory by process (pin.go)
 	cores       coreReservations
 	dsClearTick uint64 // orders datastore slot releases host-wide
 	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
@@ -151,13 +145,11 @@ func NewSystem(cfg Config) (*System, error) {
 		Major:    cfg.Major,
 		log:      log.WithField("instance", inst.Name),
 
-		resetLatency:     cfg.ResetLatency,
-		strict:           cfg.Strict,
-		fwFailIsError:    ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
-		asyncCompletions: ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
-		barReadChecked:   ioctl.VersionAtLeast(table.Version, "2.27.4.0"),
-		nodeSerial:       cfg.NodeSerial,
-		podRAM:           make(podRAM, inst.Devices),
+		resetLatency: cfg.ResetLatency,
+		strict:       cfg.Strict,
+		quirks:       table.Quirks,
+		nodeSerial:   cfg.NodeSerial,
+		podRAM:       make(podRAM, inst.Devices),
 	}
 	s.epoch = time.Now()
 	s.inferenceStart, s.execLatency = -1, cfg.ExecLatency

@@ -51,7 +51,7 @@ func TestOlderDriverVersions(t *testing.T) {
 	}
 	defer v24.Close()
 	g := open(t, v24.Devices[0], syscall.O_RDWR, 100)
-	res, _ = call(t, ctx, g, 100, ioctl.CmdMemBufZerocopy64V1, ioctl.MemBufCopy64{})
+	res, _ = call(t, ctx, g, 100, ioctl.CmdMemBufZerocopy64V2_24_7_0, ioctl.MemBufCopy64{})
 	wantErrno(t, "2.24 zero copy (not emulated)", res, ioctl.ENOTSUPP)
 	res, _ = call(t, ctx, g, 100, ioctl.CmdH2TDMAAllocQueues, ioctl.H2TDMAAllocQueues{})
 	wantErrno(t, "H2T_DMA_ALLOC_QUEUES on 2.24", res, syscall.EINVAL)

@@ -61,6 +61,7 @@ func (s *System) processGone(tgid int32) {
 	for _, d := range s.Devices {
 		d.detach(context.Background(), caller, true)
 	}
+	s.detached(tgid)
 	s.unmarkAll(tgid)
 }
 

@@ -85,6 +85,23 @@ func logDump(log *logrus.Entry, reason string, force bool) {
 	log.Logger.Out.Write(b.Bytes())
 }
 
+// catchSIGUSR1 takes SIGUSR1 over before anything is mounted: its default
+// action ends the process, and a signal sent as soon as the tree shows
+// must find the handler in place.
+func (f *FS) catchSIGUSR1(opts Options) {
+	if opts.DumpOnSIGUSR1 {
+		f.usr1 = make(chan os.Signal, 1)
+		signal.Notify(f.usr1, syscall.SIGUSR1)
+	}
+}
+
+// releaseSIGUSR1 gives SIGUSR1 back after a mount that failed.
+func (f *FS) releaseSIGUSR1() {
+	if f.usr1 != nil {
+		signal.Stop(f.usr1)
+	}
+}
+
 // startDiagnostics runs the slow-request watchdog, and the SIGUSR1 dump
 // when asked, for as long as the mount is served.
 func (f *FS) startDiagnostics(opts Options) {
@@ -94,11 +111,10 @@ func (f *FS) startDiagnostics(opts Options) {
 		close(done)
 	}()
 	go f.watch.run(done)
-	if !opts.DumpOnSIGUSR1 {
+	sigs := f.usr1
+	if sigs == nil {
 		return
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR1)
 	go func() {
 		defer signal.Stop(sigs)
 		for {

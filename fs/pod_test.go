@@ -16,20 +16,11 @@ import (
 	"github.com/neuronfs/neuronfs/pod"
 )
 
-func readClass(t *testing.T, dir, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "sys/class/neuron_device", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // waitElected waits until the mount's class attributes stop saying busy.
 func waitElected(t *testing.T, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for readClass(t, dir, "ultraserver_mode") == "busy\n" {
+	for testutil.ClassFile(t, dir, "ultraserver_mode") == "busy\n" {
 		if time.Now().After(deadline) {
 			t.Fatal("still electing")
 		}
@@ -77,13 +68,13 @@ func TestPodTwoDaemonsOverSocket(t *testing.T) {
 		}
 		ids[v.V1.NodeID] = true
 		want := fmt.Sprintf("%d\n", v.V1.NodeID)
-		if got := readClass(t, dir, "node_id_2"); got != want {
+		if got := testutil.ClassFile(t, dir, "node_id_2"); got != want {
 			t.Errorf("daemon %d node_id_2 %q, want %q", i, got, want)
 		}
-		if got := readClass(t, dir, "server_id_2"); got != fmt.Sprintf("%016x\n", serials[1]) {
+		if got := testutil.ClassFile(t, dir, "server_id_2"); got != fmt.Sprintf("%016x\n", serials[1]) {
 			t.Errorf("daemon %d server_id_2 %q", i, got)
 		}
-		if got := readClass(t, dir, "node_id_4") + readClass(t, dir, "server_id_4") + readClass(t, dir, "ultraserver_mode"); got != "-1\n0000000000000000\n2,3,4\n" {
+		if got := testutil.ClassFile(t, dir, "node_id_4") + testutil.ClassFile(t, dir, "server_id_4") + testutil.ClassFile(t, dir, "ultraserver_mode"); got != "-1\n0000000000000000\n2,3,4\n" {
 			t.Errorf("daemon %d: %q", i, got)
 		}
 		// Device 0 carries the node serial.
@@ -129,7 +120,7 @@ func TestPodBusyThenKilled(t *testing.T) {
 	if r != -1 || e != unix.EBUSY || v.V1.State != pod.UserInProgress || v.V1.NodeID != -1 || v.V1.Sz != 276 || v.Mode != 0 {
 		t.Errorf("while electing: %d %v %+v", r, e, v)
 	}
-	if got := readClass(t, dir, "node_id_2") + readClass(t, dir, "ultraserver_mode") + readClass(t, dir, "server_id_2"); got != "busy\nbusy\n0000000000000000\n" {
+	if got := testutil.ClassFile(t, dir, "node_id_2") + testutil.ClassFile(t, dir, "ultraserver_mode") + testutil.ClassFile(t, dir, "server_id_2"); got != "busy\nbusy\n0000000000000000\n" {
 		t.Errorf("class while electing %q", got)
 	}
 	if r, e, _ := podCtrl(t, dir, pod.CtrlSetMode, pod.ModeX1); r != -1 || e != unix.EBUSY {
@@ -143,7 +134,7 @@ func TestPodBusyThenKilled(t *testing.T) {
 	if r != 0 || e != 0 || v.V1.State != pod.UserSingleNode || v.V1.NodeID != -1 || v.ModesSupported != 1<<4 {
 		t.Errorf("after kill: %d %v %+v", r, e, v)
 	}
-	if got := readClass(t, dir, "node_id_4") + readClass(t, dir, "ultraserver_mode"); got != "-1\n4\n" {
+	if got := testutil.ClassFile(t, dir, "node_id_4") + testutil.ClassFile(t, dir, "ultraserver_mode"); got != "-1\n4\n" {
 		t.Errorf("class after kill %q", got)
 	}
 	// An election on demand needs no marked core: mark one first.
@@ -172,7 +163,7 @@ func TestPodPDS(t *testing.T) {
 	if r, e, v := podCtrl(t, dir, pod.CtrlReqPod, 0); r != 0 || e != 0 || v.V1.State != pod.UserUltraServer {
 		t.Errorf("PDS REQ_POD: %d %v %+v", r, e, v)
 	}
-	if got := readClass(t, dir, "node_id_2") + readClass(t, dir, "server_id_2") + readClass(t, dir, "ultraserver_mode"); got != "0\n0000000000000001\n3,4\n" {
+	if got := testutil.ClassFile(t, dir, "node_id_2") + testutil.ClassFile(t, dir, "server_id_2") + testutil.ClassFile(t, dir, "ultraserver_mode"); got != "0\n0000000000000001\n3,4\n" {
 		t.Errorf("PDS class %q", got)
 	}
 }

@@ -61,11 +61,13 @@ type FS struct {
 	devIno   map[uint64]int
 	mountDev atomic.Uint64
 
-	watch *watchdog // the slow-request log (watchdog.go)
+	watch *watchdog      // the slow-request log (watchdog.go)
+	usr1  chan os.Signal // SIGUSR1, caught from before the mount (diag.go)
 
 	// The FUSE transport (transport.go): its name, what waits for its
-	// end, the io_uring transport or the setup of a failed io_uring attempt (its queues end with
-	// the connection) and the default ioctl budget (the offload policy).
+	// end, the io_uring transport or the setup of a failed io_uring
+	// attempt (its queues end with the connection) and the default ioctl
+	// budget (the offload policy).
 	transport     string
 	waitServed    func()
 	ring          *fuseuring.Transport
@@ -107,9 +109,11 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
+	f.catchSIGUSR1(opts)
 	transport, err := resolveTransport(opts.Transport)
 	if err != nil {
 		f.tgids.close()
+		f.releaseSIGUSR1()
 		return nil, err
 	}
 	var uringErr error
@@ -123,6 +127,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
 	if err != nil {
 		f.tgids.close()
+		f.releaseSIGUSR1()
 		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
 	}
 	// The tree never changes shape while mounted: let the kernel cache it.
@@ -147,6 +152,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 			unix.Close(fd)
 		}
 		f.tgids.close()
+		f.releaseSIGUSR1()
 		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
 	f.server = server
@@ -258,6 +264,7 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 		Tid:                tid,
 		Tgid:               f.tgids.lookup(tid),
 		FatalSignalPending: func() bool { return fatalSignalPending(tid) },
+		Live:               true,
 	}
 }
 

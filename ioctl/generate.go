@@ -1,3 +1,3 @@
 package ioctl
 
-//go:generate go run ./internal/abigen -structs testdata/abi-structs.tsv -ioctls testdata/abi-ioctls.tsv
+//go:generate go run ./internal/abigen -dir testdata

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // Lane says which of the driver's two ioctl entry points serves a command.
@@ -29,9 +27,11 @@ func (l Lane) String() string {
 // Command is one ioctl macro of the driver.
 type Command struct {
 	Name        string       // macro name, e.g. NEURON_IOCTL_DEVICE_INFO
+	Macro       Macro        // the same, as a constant
 	Cmd         uint32       // full command value
 	ArgType     reflect.Type // Go mirror of the argument (nil: none, or never defined)
 	ArgSize     int          // sizeof the C argument; 0 none, -1 undefined
+	Layout      *Layout      // the argument member by member (nil: none, or never defined)
 	Dir         uint32       // _IOC_DIR as encoded (often inverted w.r.t. the data flow)
 	Lane        Lane
 	AttachGated bool // main lane refuses it with EACCES unless the tgid is attached
@@ -41,6 +41,9 @@ type Command struct {
 	// ExactInFamily: the family's handler then accepts only the exact
 	// values of its members (others check only the size or direction).
 	ExactInFamily bool
+	// SizeSelects: in a family matched by _IOC_NR, _IOC_SIZE picks the
+	// member (any type or direction), and other sizes are EINVAL.
+	SizeSelects bool
 	// Blocking commands may sleep for long (reset wait, CRWL, scrub, async
 	// copy wait): a transport with per-CPU queues must move them off-queue.
 	Blocking bool
@@ -56,27 +59,26 @@ func (c *Command) EncodedSize() uint32 { return Size(c.Cmd) }
 // Table is the ABI of one driver version and the facts it reports about
 // itself.
 type Table struct {
-	Version string
-	Parent  *Table
-	// Features is DRIVER_INFO_GET's feature_flags1.
-	Features uint64
+	Version DriverVersion
+	// Features is DRIVER_INFO_GET's feature_flags1 (see FeaturesFor).
+	Features     uint64
+	archFeatures map[uint32]uint64
 	// Compat is COMPATIBLE_VERSION's {min, max} per architecture enum;
 	// an architecture missing here is not supported by this version.
 	Compat map[uint32][2]uint32
+	// Quirks are the version's behaviour changes.
+	Quirks Quirks
 
 	byCmd map[uint32]*Command
 	byNr  map[uint32][]*Command
 	all   []*Command
 }
 
-// Version describes one driver version as its parent plus what changed.
-type Version struct {
-	Name     string
-	Parent   string    // "" for the generated base
-	Added    []Command // commands added or changed (same macro name) against the parent
-	Removed  []string  // macro names the parent has and this version does not
-	Features uint64
-	Compat   map[uint32][2]uint32 // nil: the parent's
+// versionDelta is one node of the generated version tree.
+type versionDelta struct {
+	Name, Parent string
+	Added        []Command // commands added or changed (same macro name) against the parent
+	Removed      []string  // macro names the parent has and this version does not
 }
 
 // blocking lists the commands whose handlers wait.
@@ -98,10 +100,22 @@ var blocking = map[uint32]bool{
 }
 
 // newTable builds a version from its parent plus the commands it changes.
-func newTable(v Version, parent *Table) *Table {
-	t := &Table{Version: v.Name, Parent: parent, Features: v.Features, Compat: v.Compat, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
+func newTable(v versionDelta, parent *Table) *Table {
+	// A version with nothing new to say about itself says what its parent
+	// says: adding one with an unchanged ABI is a one-line parent file.
+	f, ok := facts[v.Name]
+	if !ok && parent != nil {
+		f = versionFacts{Features: parent.Features, ArchFeatures: parent.archFeatures}
+	}
+	t := &Table{Version: mustVersion(v.Name), Features: f.Features, archFeatures: f.ArchFeatures, Compat: f.Compat, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
 	if t.Compat == nil && parent != nil {
 		t.Compat = parent.Compat
+	}
+	switch {
+	case f.Quirks != nil:
+		t.Quirks = *f.Quirks
+	case parent != nil:
+		t.Quirks = parent.Quirks
 	}
 	merged := map[string]Command{}
 	var order []string
@@ -133,7 +147,7 @@ func newTable(v Version, parent *Table) *Table {
 
 var versions = func() map[string]*Table {
 	out := map[string]*Table{}
-	for _, v := range versionTree {
+	for _, v := range versionDeltas {
 		out[v.Name] = newTable(v, out[v.Parent])
 	}
 	return out
@@ -141,33 +155,33 @@ var versions = func() map[string]*Table {
 
 // Versions lists the emulated driver versions, newest first.
 func Versions() []string {
-	var out []string
-	for _, v := range versionTree {
-		out = append(out, v.Name)
+	var vs []DriverVersion
+	for _, t := range versions {
+		vs = append(vs, t.Version)
+	}
+	slices.SortFunc(vs, func(a, b DriverVersion) int {
+		if b.Less(a) {
+			return -1
+		}
+		if a.Less(b) {
+			return 1
+		}
+		return 0
+	})
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
 	}
 	return out
 }
 
-// VersionAtLeast reports whether dotted version v is min or newer.
-func VersionAtLeast(v, min string) bool {
-	a, b := strings.Split(v, "."), strings.Split(min, ".")
-	for i := range max(len(a), len(b)) {
-		var x, y int
-		if i < len(a) {
-			x, _ = strconv.Atoi(a[i])
-		}
-		if i < len(b) {
-			y, _ = strconv.Atoi(b[i])
-		}
-		if x != y {
-			return x > y
-		}
+// FeaturesFor is DRIVER_INFO_GET's feature_flags1 on architecture arch.
+func (t *Table) FeaturesFor(arch uint32) uint64 {
+	if f, ok := t.archFeatures[arch]; ok {
+		return f
 	}
-	return true
+	return t.Features
 }
-
-// DefaultVersion is the driver version emulated unless asked otherwise.
-const DefaultVersion = "2.25.4.0"
 
 // ForVersion returns the ABI table of a driver version.
 func ForVersion(v string) (*Table, error) {

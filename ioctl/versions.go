@@ -1,11 +1,11 @@
 package ioctl
 
-import "reflect"
-
-// The driver versions neuronfs emulates, as a tree rooted at 2.25.4.0,
-// which is generated from the reference tables: each older one is its
-// successor minus what it did not have yet (reference: abi-diff.md), and
-// 2.27.4.0 is 2.25.4.0 plus its five new commands.
+// The driver versions neuronfs emulates. Their commands and structs are
+// data (testdata/versions/<version>/, generated into versionDeltas): a
+// version is its parent plus what it adds or changes, minus what it
+// removes. What each version reports about itself and how its handlers
+// behave differently is below, also inherited along the tree: a version
+// with nothing new here is one line.
 
 // Architecture enums, as DEVICE_BASIC_INFO reports them.
 const (
@@ -26,65 +26,77 @@ const (
 	FeatureMemAlloc64
 	FeatureContiguousScratchpad
 	FeatureZeroCopy
+	FeaturePinnedHostMem
+	FeatureAllocWithPA
+	FeatureAsyncIO
 )
 
-// CmdMemBufZerocopy64V1 is the 2.24-era MEM_BUF_ZEROCOPY64, over the
-// 40-byte neuron_ioctl_mem_buf_copy64; 2.25 rejects it as obsolete.
-var CmdMemBufZerocopy64V1 = IOC(DirRead|DirWrite, Magic, 124, 40)
-
-var versionTree = []Version{
-	{
-		Name:     "2.25.4.0",
-		Added:    commands2_25_4_0,
-		Features: 0x1ff,
-		Compat:   map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 11}, archV4: {10, 11}},
-	},
-	{
-		// Five new commands (throttling notifications, VA placement, the
-		// performance-profile queries, async h2t completion queues); the
-		// rest of the ABI, the versions accepted and the features are
-		// those of 2.25.4.0.
-		Name:     "2.27.4.0",
-		Parent:   "2.25.4.0",
-		Added:    commands2_27_4_0,
-		Features: 0x1ff,
-	},
-	{
-		// Before Trn3: no h2t queue, power-profile, metrics-control or
-		// batched zero-copy commands; zero-copy took the 40-byte struct.
-		Name:   "2.24.7.0",
-		Parent: "2.25.4.0",
-		Removed: []string{
-			"NEURON_IOCTL_H2T_DMA_ALLOC_QUEUES", "NEURON_IOCTL_H2T_DMA_FREE_QUEUES",
-			"NEURON_IOCTL_POWER_PROFILE", "NEURON_IOCTL_METRICS_CTRL",
-			"NEURON_IOCTL_MEM_BUF_ZEROCOPY64_BATCHES",
-		},
-		Added: []Command{{
-			Name: "NEURON_IOCTL_MEM_BUF_ZEROCOPY64", Cmd: CmdMemBufZerocopy64V1,
-			ArgType: reflect.TypeFor[MemBufCopy64](), ArgSize: 40, Dir: DirRead | DirWrite, Lane: LaneMain, MatchByNr: true,
-		}},
-		Features: 0xff,
-		Compat:   map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 11}},
-	},
-	{
-		// Before the experimental zero copy and the contiguous scratchpad.
-		Name:     "2.23.9.0",
-		Parent:   "2.24.7.0",
-		Removed:  []string{"NEURON_IOCTL_MEM_BUF_ZEROCOPY64"},
-		Features: 0x7f,
-	},
-	{
-		// Before UltraServer modes: no POD_STATUS_V2 / POD_CTRL_V2.
-		Name:     "2.22.2.0",
-		Parent:   "2.23.9.0",
-		Removed:  []string{"NEURON_IOCTL_POD_STATUS_V2", "NEURON_IOCTL_POD_CTRL_V2"},
-		Features: 0x7f,
-	},
-	{
-		// The same ABI; Trn2 runtimes were accepted at API level 10 only.
-		Name:     "2.20.28.0",
-		Parent:   "2.22.2.0",
-		Features: 0x7f,
-		Compat:   map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 10}},
-	},
+// Quirks are the behaviour changes of a version that handlers ask about.
+// A version's quirks are its parent's unless it sets its own.
+type Quirks struct {
+	// FWFailIsError: a register-protocol request the firmware answered
+	// with a failure returns -1 (2.27; 2.25 returns 0).
+	FWFailIsError bool
+	// AsyncCompletionQueues: driver h2t copy queues carry an async
+	// completion queue (2.27).
+	AsyncCompletionQueues bool
+	// BARReadChecked: BAR_READ refuses addresses outside BAR0 with
+	// EINVAL before reading (2.27; 2.25 reads wherever it is told).
+	BARReadChecked bool
+	// CopyInEFAULT: a failed copy of the argument (or of memory it points
+	// to) from the caller is EFAULT, not the positive not-copied count
+	// (2.29).
+	CopyInEFAULT bool
+	// HandleErrnos: the memory commands answer ENOENT for an unknown
+	// handle and E2BIG for an access outside the chunk (2.29; EINVAL
+	// before).
+	HandleErrnos bool
+	// NCMapV1: GET_LOGICAL_TO_PHYSICAL_NC_MAP takes mapping version 1 on
+	// V3, the map without the UltraServer die flip (2.29).
+	NCMapV1 bool
+	// FWBuildAttr: core_count and connected_devices are world-readable
+	// (2.28, which also adds fw_build; that attribute is not emulated).
+	FWBuildAttr bool
+	// DMABufChecks: DMABUF_FD refuses a NULL fd pointer and an unaligned
+	// va with EINVAL before exporting (2.29).
+	DMABufChecks bool
+	// MarkSizeENXIO: CRWL_NC_RANGE_MARK answers ENXIO to a size that is
+	// neither of its forms (2.29; EINVAL before).
+	MarkSizeENXIO bool
 }
+
+// versionFacts is what a version says about itself.
+type versionFacts struct {
+	Features uint64
+	// ArchFeatures overrides Features for some architectures.
+	ArchFeatures map[uint32]uint64
+	// Compat is COMPATIBLE_VERSION's {min, max} per architecture; nil:
+	// the parent's.
+	Compat map[uint32][2]uint32
+	// Quirks, nil: the parent's.
+	Quirks *Quirks
+}
+
+var facts = map[string]versionFacts{
+	"2.25.4.0": {Features: 0x1ff, Compat: map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 11}, archV4: {10, 11}}, Quirks: &Quirks{}},
+	// Five new commands: throttling notifications, VA placement, the
+	// performance-profile queries, async h2t completion queues.
+	"2.27.4.0": {Features: 0x1ff, Quirks: &Quirks{FWFailIsError: true, AsyncCompletionQueues: true, BARReadChecked: true}},
+	// Pinned host memory and allocation with the PA.
+	"2.28.0.0": {Features: 0x7ff, Quirks: &Quirks{FWFailIsError: true, AsyncCompletionQueues: true, BARReadChecked: true, FWBuildAttr: true}},
+	// The 64-byte zero copy, dma-buf v2; async IO where zero copy is.
+	"2.29.0.0": {Features: 0xfff, ArchFeatures: map[uint32]uint64{archV2: 0x7ff},
+		Quirks: &Quirks{FWFailIsError: true, AsyncCompletionQueues: true, BARReadChecked: true, FWBuildAttr: true, CopyInEFAULT: true, HandleErrnos: true, NCMapV1: true, DMABufChecks: true, MarkSizeENXIO: true}},
+	// Before Trn3: no h2t queue, power-profile, metrics-control or batched
+	// zero-copy commands; zero copy took the 40-byte struct.
+	"2.24.7.0": {Features: 0xff, Compat: map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 11}}},
+	// Before the experimental zero copy and the contiguous scratchpad.
+	"2.23.9.0": {Features: 0x7f},
+	// Before UltraServer modes: no POD_STATUS_V2 / POD_CTRL_V2.
+	"2.22.2.0": {Features: 0x7f},
+	// The same ABI; Trn2 runtimes were accepted at API level 10 only.
+	"2.20.28.0": {Features: 0x7f, Compat: map[uint32][2]uint32{archV2: {5, 7}, archV3: {10, 10}}},
+}
+
+// DefaultVersion is the driver version emulated unless asked otherwise.
+const DefaultVersion = "2.25.4.0"

@@ -12,6 +12,9 @@ func TestVersionTree(t *testing.T) {
 		v3Compat [2]uint32
 		trn3     bool
 	}{
+		{"2.29.0.0", 109, 0xfff, [2]uint32{10, 11}, true},
+		{"2.28.0.0", 107, 0x7ff, [2]uint32{10, 11}, true},
+		{"2.27.4.0", 104, 0x1ff, [2]uint32{10, 11}, true},
 		{"2.25.4.0", 99, 0x1ff, [2]uint32{10, 11}, true},
 		{"2.24.7.0", 94, 0xff, [2]uint32{10, 11}, false},
 		{"2.23.9.0", 93, 0x7f, [2]uint32{10, 11}, false},
@@ -48,5 +51,16 @@ func TestVersionTree(t *testing.T) {
 	}
 	if _, err := ForVersion("1.0"); err == nil {
 		t.Error("unknown version accepted")
+	}
+}
+
+// A version whose ABI and behaviour are its parent's needs nothing but
+// its parent: its table is the parent's under its own name.
+func TestVersionWithoutFacts(t *testing.T) {
+	parent, _ := ForVersion("2.29.0.0")
+	v := newTable(versionDelta{Name: "2.29.1.0", Parent: "2.29.0.0"}, parent)
+	if v.Version.String() != "2.29.1.0" || len(v.Commands()) != len(parent.Commands()) || v.Quirks != parent.Quirks ||
+		v.FeaturesFor(2) != parent.FeaturesFor(2) || v.FeaturesFor(3) != parent.FeaturesFor(3) || v.Compat[archV3] != parent.Compat[archV3] {
+		t.Errorf("2.29.1.0 differs from its parent: %+v", v)
 	}
 }

@@ -8,20 +8,22 @@ import (
 // The /sys/class/neuron_device attributes an UltraServer or PDS host
 // shows. Each is computed as the driver computes it at read time.
 
-// sysfsMode is the mode a class attribute for a pod of nodes reports:
+// SysfsMode is the mode a class attribute for a pod of nodes reports:
 // X4 for 4; for 2 the horizontal split if the result allows it, else the
 // vertical one, else none (X1).
-func (e *Election) sysfsModeLocked(nodes int) Mode {
+func (r Result) SysfsMode(nodes int) Mode {
 	switch {
 	case nodes == 4:
 		return ModeX4
-	case e.res.ModeSupported(ModeX2H):
+	case r.ModeSupported(ModeX2H):
 		return ModeX2H
-	case e.res.ModeSupported(ModeX2V):
+	case r.ModeSupported(ModeX2V):
 		return ModeX2V
 	}
 	return ModeX1
 }
+
+func (e *Election) sysfsModeLocked(nodes int) Mode { return e.res.SysfsMode(nodes) }
 
 // ClassNodeID renders node_id_<nodes> (nodes is 2 or 4).
 func (e *Election) ClassNodeID(nodes int) string {

@@ -148,11 +148,14 @@ func New(cfg Config, ram MiscRAM) *Election {
 func (e *Election) Close() {
 	e.stop()
 	<-e.finished
+	// A network port waits for its link handlers as it closes: no lock
+	// may be held across that.
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.port != nil {
-		e.port.Close()
-		e.port = nil
+	p := e.port
+	e.port = nil
+	e.mu.Unlock()
+	if p != nil {
+		p.Close()
 	}
 }
 

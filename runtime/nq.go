@@ -17,12 +17,12 @@ import (
 
 // Notification types (nq_type) and record layout.
 const (
-	NQTypeTrace    = 0
-	NQTypeNotify   = 1
-	NQTypeEvent    = 2
-	NQTypeError    = 3
-	NQTypeTraceDMA = 4
-	NQTypeThrottle = 5
+	NQTypeTrace    = ioctl.NQTypeTrace
+	NQTypeNotify   = ioctl.NQTypeNotify
+	NQTypeEvent    = ioctl.NQTypeEvent
+	NQTypeError    = ioctl.NQTypeError
+	NQTypeTraceDMA = ioctl.NQTypeTraceDMA
+	NQTypeThrottle = ioctl.NQTypeThrottle
 
 	// INFER_STATUS records (see dhal).
 	RecordSize      = dhal.RecordSize

@@ -13,14 +13,23 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
-# The ABI tables are generated from ioctl/testdata; they must be current.
+# Generated files must be current: the ABI description (from ioctl/testdata)
+# and the command pages (from it, device's handlers and docs/commands/notes).
+# One check for both: regenerate, then compare with what is committed,
+# including which pages exist.
+generated() { ls ioctl/abi_*_gen.go docs/commands/*.md; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp ioctl/abi_structs_gen.go ioctl/abi_commands_gen.go "$tmp/"
-(cd ioctl && go generate .)
-for f in abi_structs_gen.go abi_commands_gen.go; do
-	if ! cmp -s "$tmp/$f" "ioctl/$f"; then
-		echo "ioctl/$f is stale: run 'go generate ./ioctl' and commit" >&2
+before=$(generated)
+for f in $before; do mkdir -p "$tmp/$(dirname "$f")" && cp "$f" "$tmp/$f"; done
+go generate ./ioctl ./device
+if [ "$before" != "$(generated)" ]; then
+	echo "generated files appeared or vanished: run 'go generate ./ioctl ./device' and commit" >&2
+	exit 1
+fi
+for f in $before; do
+	if ! cmp -s "$tmp/$f" "$f"; then
+		echo "$f is stale: run 'go generate ./ioctl ./device' and commit" >&2
 		exit 1
 	fi
 done
@@ -49,3 +58,5 @@ go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=10s
 go test ./mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=10s
 go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
 go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
+go test ./pod -run='^$' -fuzz='^FuzzDecodeNetMsg$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"
+go test ./pod -run='^$' -fuzz='^FuzzSessionRead$' -fuzztime="${NEURONFS_POD_FUZZTIME:-5s}"

@@ -147,8 +147,8 @@ func (p *Probe) fillNested(tab *ioctl.Table) error {
 				continue
 			}
 			want := uint32(abi.NestedCap)
-			if n := abi.FixedPointee(f); n > 0 {
-				want = uint32(min(n, abi.NestedCap))
+			if f.Count == "" && f.Pointee > 0 {
+				want = uint32(min(f.Pointee, abi.NestedCap))
 			}
 			v[2*n], v[2*n+1] = uint32(f.Offset), want
 			n++

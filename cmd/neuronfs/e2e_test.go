@@ -237,15 +237,11 @@ func isMounted(t *testing.T, dir string) bool {
 	return false
 }
 
+// waitFor waits for a daemon started by a test: 10 s covers its start-up
+// on a loaded machine (a 16-device daemon starts in about 60 ms).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, 10*time.Second, cond)
 }
 
 func startMount(t *testing.T, args ...string) (*exec.Cmd, string) {

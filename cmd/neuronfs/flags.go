@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/ioctl"
-	"github.com/neuronfs/neuronfs/pod"
 )
 
 // hostFlags are the flags that describe the emulated host; mount and run
@@ -36,7 +36,7 @@ type hostFlags struct {
 	timeScale      float64
 	inject         string
 	pod            podFlags
-	podSock        *pod.Socket // the pod coordinator system built, if any
+	podSock        io.Closer // the pod coordinator system built, if it needs closing
 	transport      transportFlag
 }
 

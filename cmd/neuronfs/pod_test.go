@@ -8,16 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func classFile(t *testing.T, dir, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "sys/class/neuron_device", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+	"github.com/neuronfs/neuronfs/internal/testutil"
+)
 
 // Two neuronfs mount daemons form a 2-node pod over the Unix socket. Both
 // have their left links broken (one by flag, one by the environment), so
@@ -47,13 +40,13 @@ func TestMountDaemonsElectOverSocket(t *testing.T) {
 	}
 	for i, dir := range dirs {
 		deadline := time.Now().Add(60 * time.Second)
-		for classFile(t, dir, "ultraserver_mode") == "busy\n" {
+		for testutil.ClassFile(t, dir, "ultraserver_mode") == "busy\n" {
 			if time.Now().After(deadline) {
 				t.Fatalf("daemon %d: still electing", i)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		got := classFile(t, dir, "ultraserver_mode") + classFile(t, dir, "node_id_2") + classFile(t, dir, "server_id_2")
+		got := testutil.ClassFile(t, dir, "ultraserver_mode") + testutil.ClassFile(t, dir, "node_id_2") + testutil.ClassFile(t, dir, "server_id_2")
 		want := fmt.Sprintf("2,4\n%d\n0000000000001000\n", 1-i)
 		if got != want {
 			t.Errorf("daemon %d: %q, want %q", i, got, want)

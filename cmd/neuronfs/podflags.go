@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -25,21 +27,29 @@ type podFlags struct {
 	ctl        uint
 	pdsNodes   int
 	pdsServer  uint64
+	// A pod across machines (podnet.go).
+	peers       string
+	secretFile  string
+	listen      string
+	linkTimeout time.Duration
+	retry       time.Duration
+	poll        time.Duration
 }
 
 // envLinkFault names the environment knob for --pod-link-fault.
 const envLinkFault = "NEURONFS_POD_LINK_FAULT"
 
 func (p *podFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.name, "pod", "", "join the named UltraServer pod (trn2u.48xlarge): daemons on this host with the same name elect together")
-	fs.StringVar(&p.nodeSerial, "node-serial", "", "serial number of device 0, the one pod election compares (decimal or 0x hex; required with --pod)")
+	fs.StringVar(&p.name, "pod", "", "join the named UltraServer pod (trn2u.48xlarge): daemons on this host with the same name elect together (with --pod-peers: the daemons listed there)")
+	fs.StringVar(&p.nodeSerial, "node-serial", "", "serial number of device 0, the one pod election compares (decimal, 0x hex, or hash:TEXT for a number made from TEXT such as the node's name; required with --pod)")
 	fs.IntVar(&p.size, "pod-size", 4, "nodes in the pod: 2 or 4")
-	fs.IntVar(&p.slot, "pod-slot", -1, "position in the pod's cabling, 0..size-1 (default: the first free one)")
+	fs.IntVar(&p.slot, "pod-slot", -1, "position in the pod's cabling, 0..size-1 (default: the first free one; with --pod-peers, this machine's entry)")
 	fs.DurationVar(&p.timeout, "pod-timeout", pod.DefaultTimeout, "deadline of the election started at load (the driver's userver_etimeout)")
 	fs.StringVar(&p.linkFault, "pod-link-fault", os.Getenv(envLinkFault), "break this server's link reads: left, right or both (also $"+envLinkFault+")")
 	fs.UintVar(&p.ctl, "userver-ctl", 0, "the driver's userver_ctl bits (skip election at load, faults, link choice)")
 	fs.IntVar(&p.pdsNodes, "pds-node-count", pod.DefaultPDSNodeCount, "PDS hosts: pod size reported (the driver's userver_pds_node_cnt: 2 or 4)")
 	fs.Uint64Var(&p.pdsServer, "pds-server-id", pod.DefaultPDSServerID, "PDS hosts: pod id reported (the driver's userver_pds_server_id)")
+	p.registerNet(fs)
 }
 
 func (p *podFlags) args() []string {
@@ -47,18 +57,39 @@ func (p *podFlags) args() []string {
 		"--pod=" + p.name, "--node-serial=" + p.nodeSerial, fmt.Sprintf("--pod-size=%d", p.size), fmt.Sprintf("--pod-slot=%d", p.slot),
 		"--pod-timeout=" + p.timeout.String(), "--pod-link-fault=" + p.linkFault, fmt.Sprintf("--userver-ctl=%d", p.ctl),
 		fmt.Sprintf("--pds-node-count=%d", p.pdsNodes), fmt.Sprintf("--pds-server-id=%d", p.pdsServer),
+		"--pod-peers=" + p.peers, "--pod-secret-file=" + p.secretFile, "--pod-listen=" + p.listen,
+		"--pod-link-timeout=" + p.linkTimeout.String(), "--pod-retry-timeout=" + p.retry.String(), "--pod-poll-interval=" + p.poll.String(),
 	}
 }
 
+// parseSerial reads --node-serial: a number, or hash:TEXT, which gives
+// every node of a DaemonSet its own serial from its name.
+func parseSerial(s string) (uint64, error) {
+	if text, ok := strings.CutPrefix(s, "hash:"); ok && text != "" {
+		h := fnv.New64a()
+		h.Write([]byte(text))
+		if v := h.Sum64(); v != 0 {
+			return v, nil
+		}
+		return 1, nil
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("--node-serial %q: want a non-zero 64-bit number or hash:TEXT", s)
+	}
+	return v, nil
+}
+
 // config checks the flags against the instance and returns the device
-// configuration's pod part and node serial. A pod gets a Unix-socket
-// coordinator, which the caller closes.
-func (p *podFlags) config(instance string, log *logrus.Entry) (pod.Config, uint64, *pod.Socket, error) {
+// configuration's pod part and node serial. A pod on one host gets a
+// Unix-socket coordinator, which the caller closes; a pod across machines
+// (--pod-peers) a network one, which needs no closing.
+func (p *podFlags) config(instance string, log *logrus.Entry) (pod.Config, uint64, io.Closer, error) {
 	var serial uint64
 	if p.nodeSerial != "" {
-		v, err := strconv.ParseUint(p.nodeSerial, 0, 64)
-		if err != nil || v == 0 {
-			return pod.Config{}, 0, nil, fmt.Errorf("--node-serial %q: want a non-zero 64-bit number", p.nodeSerial)
+		v, err := parseSerial(p.nodeSerial)
+		if err != nil {
+			return pod.Config{}, 0, nil, err
 		}
 		serial = v
 	}
@@ -77,8 +108,11 @@ func (p *podFlags) config(instance string, log *logrus.Entry) (pod.Config, uint6
 	if p.pdsNodes != 2 && p.pdsNodes != 4 {
 		return pod.Config{}, 0, nil, fmt.Errorf("--pds-node-count %d: want 2 or 4", p.pdsNodes)
 	}
-	cfg := pod.Config{Size: p.size, Slot: p.slot, Ctl: ctl, Timeout: p.timeout, PDSNodeCount: p.pdsNodes, PDSServerID: p.pdsServer}
+	cfg := pod.Config{Size: p.size, Slot: p.slot, Ctl: ctl, Timeout: p.timeout, Extension: p.retry, Retry: p.poll, PDSNodeCount: p.pdsNodes, PDSServerID: p.pdsServer}
 	if p.name == "" {
+		if p.peers != "" {
+			return cfg, 0, nil, fmt.Errorf("--pod-peers needs --pod")
+		}
 		return cfg, serial, nil, nil
 	}
 	inst, err := dhal.LookupInstance(instance)
@@ -97,7 +131,16 @@ func (p *podFlags) config(instance string, log *logrus.Entry) (pod.Config, uint6
 	if p.slot < -1 || p.slot >= p.size {
 		return cfg, 0, nil, fmt.Errorf("--pod-slot %d: want 0..%d", p.slot, p.size-1)
 	}
+	cfg.Pod = p.name
+	if p.peers != "" {
+		c, err := p.netCoordinator(log)
+		if err != nil {
+			return cfg, 0, nil, err
+		}
+		cfg.Coordinator = c
+		return cfg, serial, nil, nil
+	}
 	sock := pod.NewSocket(log)
-	cfg.Pod, cfg.Coordinator = p.name, sock
+	cfg.Coordinator = sock
 	return cfg, serial, sock, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
@@ -246,4 +247,19 @@ func TestReplayMapsBARs(t *testing.T) {
 	if status != 0 || !strings.Contains(table, "bar_address[0] (recorded") {
 		t.Fatalf("replay --map-addresses: status %d\n%s%s", status, table, stderr)
 	}
+}
+
+// The newest emulated driver is traced and replayed through the same
+// description as the default: every call of the bring-up client matches.
+func TestTraceReplayNewestDriver(t *testing.T) {
+	newest := ioctl.Versions()[0]
+	out := filepath.Join(t.TempDir(), "bringup.jsonl")
+	cmd := neuronfs(t, "run", "--instance", "trn2.3xlarge", "--driver-version", newest, "--", os.Args[0], "trace", "-o", out, "--", os.Args[0], "__client", "bringup")
+	if said, err := cmd.Output(); err != nil {
+		t.Fatalf("trace on %s: %v\n%s", newest, err, said)
+	}
+	if tr := readTrace(t, out); tr.Header.DriverVersion != newest {
+		t.Fatalf("trace header says driver %q, want %q", tr.Header.DriverVersion, newest)
+	}
+	assertAllMatch(t, out, len(bringupCalls))
 }

@@ -9,9 +9,34 @@ import (
 	"testing"
 )
 
-// enabled turns checking on in test binaries and, for daemons started by
-// tests, with NEURONFS_LOCKCHECK=1.
-var enabled = testing.Testing() || os.Getenv("NEURONFS_LOCKCHECK") == "1"
+// enabled turns checking on in test binaries that run tests (benchmarks
+// measure the daemon as it ships), and for daemons started by tests with
+// NEURONFS_LOCKCHECK=1; NEURONFS_LOCKCHECK=0 turns it off.
+var enabled = func() bool {
+	switch os.Getenv("NEURONFS_LOCKCHECK") {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	return testing.Testing() && !benchmarking()
+}()
+
+// benchmarking reports whether this test binary was asked to run
+// benchmarks.
+func benchmarking() bool {
+	for i, a := range os.Args {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "test.bench" {
+			continue
+		}
+		if !hasVal && i+1 < len(os.Args) {
+			val = os.Args[i+1]
+		}
+		return val != ""
+	}
+	return false
+}
 
 // Enabled reports whether this process checks lock ranks.
 func Enabled() bool { return enabled }

@@ -8,9 +8,10 @@ import (
 // catch replaces the fatal report for the duration of a test.
 func catch(t *testing.T) *[]string {
 	var got []string
-	old := violation
+	old, wasEnabled := violation, enabled
 	violation = func(msg string) { got = append(got, msg) }
-	t.Cleanup(func() { violation = old })
+	enabled = true
+	t.Cleanup(func() { violation, enabled = old, wasEnabled })
 	return &got
 }
 
@@ -100,6 +101,9 @@ func TestGoroutinesAreSeparate(t *testing.T) {
 }
 
 func TestEnabledInTests(t *testing.T) {
+	if benchmarking() {
+		t.Skip("benchmarks run unchecked")
+	}
 	if !Enabled() {
 		t.Fatal("lock checking is off in a test binary")
 	}

@@ -7,9 +7,10 @@
 // never up; the packages named own the locks.
 //
 //	PodElection   pod: one server's election state (class files, status)
-//	PodLink       pod: one server's connection to its pod's host, held for
+//	PodLink       pod: one server's connection to its pod's host, or (a
+//	              pod across machines) one cable to a neighbour, held for
 //	              one request/answer exchange, which has a deadline (the
-//	              only lock held across I/O)
+//	              only lock held across I/O, connecting included)
 //	PodRegistry   pod: a coordinator's pods and connections
 //	PodHub        pod: one pod's meeting point (slots, published registers)
 //	Device        device: the driver's per-device state: the process

@@ -1,8 +1,8 @@
-// Package abi describes the driver's ioctl argument structs member by
-// member, so a recorded argument can be printed with field names and its
-// user pointers and memory handles found. The layouts come from the same
-// reference tables as ioctl/ (see fields_gen.go); command numbers, names
-// and struct sizes come from ioctl's version tables.
+// Package abi reads recorded ioctl arguments member by member, so a trace
+// can be printed with field names and its user pointers, memory handles,
+// addresses and process ids found. Every layout and every member's role
+// comes from ioctl's one description (ioctl.Layout): nothing here guesses
+// from names.
 package abi
 
 import (
@@ -17,54 +17,15 @@ import (
 // NestedCap is the most bytes of one pointed-to buffer a trace keeps.
 const NestedCap = 256
 
-// Field is one top-level member of a C struct.
-type Field struct {
-	Name   string
-	Offset int
-	Size   int // 0 for a flexible array member
-	CType  string
-}
-
-// Pointer says whether the member holds a user-space address.
-func (f Field) Pointer() bool { return strings.HasSuffix(strings.TrimSpace(f.CType), "*") }
-
-// Handle says whether the member holds a memory handle the driver handed
-// out (by value, not through a pointer): a *mem_handle, or a DMA ring's.
-func (f Field) Handle() bool {
-	return !f.Pointer() && (strings.HasSuffix(f.Name, "mem_handle") || ringHandles[f.Name])
-}
-
-// ringHandles are DMA_QUEUE_INIT's members that hold the rings' memory
-// handles.
-var ringHandles = map[string]bool{"tx_handle": true, "rx_handle": true, "rxc_handle": true}
-
 // Struct is the layout of one argument type.
-type Struct struct {
-	Name   string
-	Size   int
-	Fields []Field
-}
+type Struct = ioctl.Layout
+
+// Field is one top-level member of a C struct.
+type Field = ioctl.Field
 
 // scalarSizes gives the width of the C scalar types an argument or a
 // pointee can have.
 var scalarSizes = map[string]int{"__u8": 1, "__s8": 1, "char": 1, "__u16": 2, "__s16": 2, "__u32": 4, "__s32": 4, "int": 4, "pid_t": 4, "__u64": 8, "__s64": 8, "size_t": 8}
-
-// Lookup returns the layout of a struct tag (with or without a _t typedef
-// suffix) or of a scalar type, seen as a struct with one member "value".
-func Lookup(name string) (Struct, bool) {
-	for _, tab := range []map[string]Struct{structs, structs2_27} {
-		if s, ok := tab[name]; ok {
-			return s, true
-		}
-		if s, ok := tab[strings.TrimSuffix(name, "_t")]; ok {
-			return s, true
-		}
-	}
-	if n, ok := scalarSizes[name]; ok {
-		return Struct{Name: name, Size: n, Fields: []Field{{Name: "value", Size: n, CType: name}}}, true
-	}
-	return Struct{}, false
-}
 
 // ForCommand returns a command of the table and the layout of its argument.
 // ok is false for an unknown command; a known command without an argument,
@@ -74,20 +35,10 @@ func ForCommand(t *ioctl.Table, cmd uint32) (c *ioctl.Command, s Struct, ok bool
 	if !ok {
 		return nil, Struct{}, false
 	}
-	arg, found := commandArgs[c.Name]
-	if !found {
-		arg = commandArgs2_27[c.Name]
-	}
-	if arg == "" || strings.HasPrefix(arg, "?") {
+	if c.Layout == nil {
 		return c, Struct{}, true
 	}
-	s, _ = Lookup(arg)
-	// The version table is the authority on the size (older versions
-	// changed some structs).
-	if c.ArgSize > 0 {
-		s.Size = c.ArgSize
-	}
-	return c, s, true
+	return c, *c.Layout, true
 }
 
 // Nested is a pointer member and how many bytes it points at.
@@ -98,16 +49,16 @@ type Nested struct {
 	Len, Capped int
 }
 
-// NestedBuffers lists the pointer members of s whose pointee size is known
-// from arg (the struct's bytes): a scalar or struct pointee has its own
-// size; a void buffer takes its length from a sibling "size" member.
+// NestedBuffers lists the pointer members of s whose buffer size is known
+// from arg (the struct's bytes): a count member times the element size,
+// or the size of the pointee's type.
 func NestedBuffers(s Struct, arg []byte) []Nested {
 	var out []Nested
 	for _, f := range s.Fields {
 		if !f.Pointer() {
 			continue
 		}
-		n := pointeeSize(s, f, arg)
+		n := BufferLen(s, f, arg)
 		if n <= 0 {
 			continue
 		}
@@ -116,39 +67,21 @@ func NestedBuffers(s Struct, arg []byte) []Nested {
 	return out
 }
 
-// pointee returns the type a pointer member points at.
-func pointee(f Field) string {
-	p := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f.CType), "*"))
-	p = strings.TrimPrefix(p, "const ")
-	return strings.TrimPrefix(p, "struct ")
-}
-
-// FixedPointee returns the size of what a pointer member points at, or 0
-// when only the struct's contents tell (a void buffer).
-func FixedPointee(f Field) int {
-	if p, ok := Lookup(pointee(f)); ok {
-		return p.Size
+// BufferLen is the length of a pointer member's buffer for the struct's
+// bytes arg, or 0 when the description does not tell.
+func BufferLen(s Struct, f Field, arg []byte) int {
+	if f.Count == "" {
+		return f.Pointee
 	}
-	return 0
-}
-
-func pointeeSize(s Struct, f Field, arg []byte) int {
-	if n, ok := arrayLen(s, f, arg); ok {
-		return n
-	}
-	if p := pointee(f); p == "void" || p == "char" {
-		for _, g := range s.Fields {
-			if g.Name == "size" && !g.Pointer() {
-				v, ok := Uint(arg, g)
-				if !ok || v > 1<<30 {
-					return 0
-				}
-				return int(v)
-			}
-		}
+	count, ok := s.Field(f.Count)
+	if !ok {
 		return 0
 	}
-	return FixedPointee(f)
+	v, ok := Uint(arg, count)
+	if !ok || f.Elem <= 0 || v > 1<<30/uint64(f.Elem) {
+		return 0
+	}
+	return int(v) * f.Elem
 }
 
 // Uint reads an unsigned member of up to 8 bytes from a struct's bytes.
@@ -200,7 +133,7 @@ func Format(b []byte, f Field) string {
 	switch {
 	case f.Pointer():
 		return fmt.Sprintf("%#x", v)
-	case strings.HasPrefix(f.CType, "__s") || f.CType == "int" || f.CType == "pid_t":
+	case f.Signed():
 		shift := 64 - 8*f.Size
 		return fmt.Sprint(int64(v<<shift) >> shift)
 	}

@@ -65,38 +65,15 @@ func TestNestedBuffers(t *testing.T) {
 	}
 }
 
-// Arrays sized by a count member are followed with their whole length.
-func TestArrayRules(t *testing.T) {
-	s, ok := Lookup("neuron_ioctl_dma_copy_descriptors64")
-	if !ok {
-		t.Fatal("no struct")
-	}
+// Buffers sized by a count member are followed with their whole length.
+func TestCountedBuffers(t *testing.T) {
+	_, s, _ := ForCommand(ioctl.Default(), ioctl.CmdDMACopyDescriptors64)
 	arg := make([]byte, s.Size)
-	for _, f := range s.Fields {
-		if f.Name == "num_descs" {
-			PutUint(arg, f, 3)
-		}
-	}
+	num, _ := s.Field("num_descs")
+	PutUint(arg, num, 3)
 	got := NestedBuffers(s, arg)
-	if len(got) != 1 || got[0].Field.Name != "buffer" || got[0].Len != 48 {
+	if len(got) != 1 || got[0].Field.Name != "buffer" || got[0].Len != 48 || got[0].Field.Target != ioctl.TargetDescriptors {
 		t.Fatalf("nested buffers %+v", got)
-	}
-	for name, rules := range arrayRules {
-		st, ok := Lookup(name)
-		if !ok {
-			t.Errorf("rule for unknown struct %s", name)
-			continue
-		}
-		for field, rule := range rules {
-			var hasField, hasCount bool
-			for _, f := range st.Fields {
-				hasField = hasField || (f.Name == field && f.Pointer())
-				hasCount = hasCount || f.Name == rule.count
-			}
-			if !hasField || !hasCount {
-				t.Errorf("%s: rule %s by %s names missing members", name, field, rule.count)
-			}
-		}
 	}
 }
 
@@ -120,14 +97,23 @@ func TestLayouts2_27(t *testing.T) {
 	}
 }
 
-// DMA ring handles are memory handles; the async-copy wait handles are not.
+// DMA ring handles are memory handles; the async-copy wait handles are
+// not; a pointer to a handle is a pointer whose buffer holds one.
 func TestHandleMembers(t *testing.T) {
-	for name, want := range map[string]bool{"mem_handle": true, "src_mem_handle": true, "tx_handle": true, "rx_handle": true, "rxc_handle": true, "wait_handle": false, "pwait_handle": false} {
-		if got := (Field{Name: name, CType: "__u64"}).Handle(); got != want {
-			t.Errorf("%s: Handle() = %v", name, got)
+	_, qi, _ := ForCommand(ioctl.Default(), ioctl.CmdDMAQueueInit)
+	_, ca, _ := ForCommand(ioctl.Default(), ioctl.CmdMemCopyAsync64)
+	_, al, _ := ForCommand(ioctl.Default(), ioctl.CmdMemAllocV2)
+	for _, c := range []struct {
+		s    Struct
+		name string
+		want bool
+	}{{qi, "tx_handle", true}, {qi, "rxc_handle", true}, {ca, "src_mem_handle", true}, {ca, "wait_handle", false}, {ca, "pwait_handle", false}, {al, "mem_handle", false}} {
+		f, ok := c.s.Field(c.name)
+		if !ok || f.Handle() != c.want {
+			t.Errorf("%s.%s: Handle() = %v", c.s.Name, c.name, f.Handle())
 		}
 	}
-	if (Field{Name: "mem_handle", CType: "__u64 *"}).Handle() {
-		t.Error("a pointer to a handle is not a handle")
+	if f, _ := al.Field("mem_handle"); !f.Pointer() || f.Target != ioctl.TargetHandle || f.Pointee != 8 {
+		t.Errorf("MEM_ALLOC_V2 mem_handle: %+v", f)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
 
@@ -65,14 +66,11 @@ func (m *addrMap) learn(old, new, size uint64) {
 	m.ranges[i] = addrRange{old, new, size}
 }
 
-// isAddress says whether a member holds a physical address (what mmap
-// takes as its offset).
-func isAddress(name string) bool { return name == "pa" || name == "mmap_offset" }
-
-// sizeOf returns the "size" member of a struct's recorded output, or 0.
-func sizeOf(st abi.Struct, after []byte) uint64 {
+// extentOf returns the recorded bytes a struct's address member covers
+// (its extent member), or 0.
+func extentOf(st abi.Struct, after []byte) uint64 {
 	for _, f := range st.Fields {
-		if f.Name == "size" {
+		if f.Role == ioctl.RoleExtent {
 			v, _ := abi.Uint(after, f)
 			return v
 		}
@@ -115,5 +113,16 @@ func (s *state) translateDescriptors(b []byte) {
 			d.Addr = a
 			d.Put(b[off:])
 		}
+	}
+}
+
+// translateTarget rewrites a pointed-to buffer recorded elsewhere into
+// what it means here, by what the description says it holds.
+func (s *state) translateTarget(t ioctl.Target, b []byte) {
+	switch t {
+	case ioctl.TargetDescriptors:
+		s.translateDescriptors(b)
+	case ioctl.TargetBARAddress:
+		s.translateBARs(b)
 	}
 }

@@ -13,11 +13,6 @@ import (
 // BARs DEVICE_INFO reports are learned (a map of their own, applied only
 // to those arrays) and the arrays are translated.
 
-// isBARArray says whether a nested buffer is an array of BAR addresses.
-func isBARArray(call, field string) bool {
-	return field == "address" && (call == "NEURON_IOCTL_BAR_READ" || call == "NEURON_IOCTL_BAR_WRITE")
-}
-
 // translateBARs rewrites an array of recorded BAR addresses.
 func (s *state) translateBARs(b []byte) {
 	for off := 0; off+8 <= len(b); off += 8 {
@@ -29,16 +24,8 @@ func (s *state) translateBARs(b []byte) {
 // learnBARs compares DEVICE_INFO's bar_address array with address mapping:
 // each BAR that is elsewhere here is learned, with the size this replay's
 // bar_size gives, and listed as not compared.
-func (s *state) learnBARs(res *Result, st abi.Struct, want, got []byte) {
-	var addrs, sizes abi.Field
-	for _, f := range st.Fields {
-		switch f.Name {
-		case "bar_address":
-			addrs = f
-		case "bar_size":
-			sizes = f
-		}
-	}
+func (s *state) learnBARs(res *Result, st abi.Struct, addrs abi.Field, want, got []byte) {
+	sizes, _ := st.Field("bar_size") // the sizes of the BARs at the same index
 	for i := 0; i+8 <= addrs.Size; i += 8 {
 		old := binary.LittleEndian.Uint64(want[addrs.Offset+i:])
 		new := binary.LittleEndian.Uint64(got[addrs.Offset+i:])
@@ -52,9 +39,4 @@ func (s *state) learnBARs(res *Result, st abi.Struct, want, got []byte) {
 		s.bars.learn(old, new, max(size, defaultAddrSpan))
 		res.NotCompared = append(res.NotCompared, fmt.Sprintf("bar_address[%d] (recorded %#x is %#x here)", i/8, old, new))
 	}
-}
-
-// isDeviceInfoBARs says whether a member is DEVICE_INFO's bar_address.
-func isDeviceInfoBARs(call string, f abi.Field) bool {
-	return f.Name == "bar_address" && call == "NEURON_IOCTL_DEVICE_INFO"
 }

@@ -3,41 +3,49 @@ package replay
 import (
 	"encoding/binary"
 
+	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
 
-// DMA_QUEUE_INIT_BATCH carries up to 256 DMA_QUEUE_INIT structs in its
-// "entries" array, each with its rings' memory handles; a replay that maps
-// handles must map those too, and compare the entries as mapped.
+// Array members of structs (DMA_QUEUE_INIT_BATCH's entries, each a
+// DMA_QUEUE_INIT with its rings' memory handles) hold handles too: a
+// replay that maps handles maps those, and compares the entries as
+// mapped.
 
-const batchCommand = "NEURON_IOCTL_DMA_QUEUE_INIT_BATCH"
-
-// mapBatchHandles rewrites the ring handles of the batch argument b
-// through the handle map (handles no call returned stay as they are).
-func (s *state) mapBatchHandles(st abi.Struct, b []byte) {
-	var count, entries abi.Field
+// hasArrays says whether a layout has array members with handles inside.
+func hasArrays(st abi.Struct) bool {
 	for _, f := range st.Fields {
-		switch f.Name {
-		case "count":
-			count = f
-		case "entries":
-			entries = f
+		if f.Role == ioctl.RoleArray && f.ElemLayout != nil {
+			return true
 		}
 	}
-	entry, ok := abi.Lookup("neuron_ioctl_dma_queue_init")
-	n, ok2 := abi.Uint(b, count)
-	if !ok || !ok2 || entries.Size == 0 || entry.Size == 0 {
-		return
-	}
-	n = min(n, uint64(entries.Size/entry.Size))
-	for i := range int(n) {
-		e := b[entries.Offset+i*entry.Size:][:entry.Size]
-		for _, f := range entry.Fields {
-			if !f.Handle() || f.Size != 8 {
-				continue
-			}
-			if h, ok := s.handles[binary.LittleEndian.Uint64(e[f.Offset:])]; ok {
-				binary.LittleEndian.PutUint64(e[f.Offset:], h)
+	return false
+}
+
+// mapArrayHandles rewrites the handles inside the array members of the
+// argument b through the handle map (handles no call returned stay as
+// they are), up to each array's count.
+func (s *state) mapArrayHandles(st abi.Struct, b []byte) {
+	for _, arr := range st.Fields {
+		entry := arr.ElemLayout
+		if arr.Role != ioctl.RoleArray || entry == nil || entry.Size == 0 {
+			continue
+		}
+		count, ok := st.Field(arr.Count)
+		n, ok2 := abi.Uint(b, count)
+		if !ok || !ok2 || arr.Size == 0 {
+			continue
+		}
+		n = min(n, uint64(arr.Size/entry.Size))
+		for i := range int(n) {
+			e := b[arr.Offset+i*entry.Size:][:entry.Size]
+			for _, f := range entry.Fields {
+				if !f.Handle() || f.Size != 8 {
+					continue
+				}
+				if h, ok := s.handles[binary.LittleEndian.Uint64(e[f.Offset:])]; ok {
+					binary.LittleEndian.PutUint64(e[f.Offset:], h)
+				}
 			}
 		}
 	}

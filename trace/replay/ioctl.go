@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
@@ -64,18 +65,13 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			}
 			if n != nil {
 				copy(nb, n.Before)
-				if strings.HasPrefix(r.Name, "NEURON_IOCTL_DMA_COPY_DESCRIPTORS") && f.Name == "buffer" {
-					s.translateDescriptors(nb)
-				}
-				if isBARArray(r.Name, f.Name) {
-					s.translateBARs(nb)
-				}
+				s.translateTarget(f.Target, nb)
 			}
 			nested[f.Name] = nb
 			abi.PutUint(buf, f, naddr)
-		case isPID(r, f) && s.tgids[int(old)]:
+		case f.Role == ioctl.RolePID && s.tgids[int(old)]:
 			abi.PutUint(buf, f, ourPID()) // the traced process's pid is ours now
-		case isAddress(f.Name) && old != 0:
+		case f.Role == ioctl.RoleAddress && old != 0:
 			abi.PutUint(buf, f, s.addrs.translate(old))
 		case f.Handle() && old != 0:
 			if h, ok := s.handles[old]; ok {
@@ -85,36 +81,31 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			}
 		}
 	}
-	if r.Name == batchCommand {
-		s.mapBatchHandles(st, buf)
-	}
+	s.mapArrayHandles(st, buf)
 	ret, e := sysIoctl(fd, r.Cmd, addr)
 	result(&res, r, ret, e)
 	if len(r.After) < st.Size {
 		res.NotCompared = append(res.NotCompared, "output (not recorded)")
 		return finish(res), nil
 	}
-	if r.Name == batchCommand {
-		// The entries were passed mapped; compare them as mapped.
+	if hasArrays(st) {
+		// Array entries were passed mapped; compare them as mapped.
 		mapped := *r
 		mapped.After = append([]byte(nil), r.After...)
-		s.mapBatchHandles(st, mapped.After)
+		s.mapArrayHandles(st, mapped.After)
 		r = &mapped
 	}
 	for _, f := range st.Fields {
 		s.compareField(&res, r, st, f, buf)
 	}
 	for _, n := range r.Nested {
-		if strings.HasPrefix(r.Name, "NEURON_IOCTL_DMA_COPY_DESCRIPTORS") && n.Field == "buffer" && n.After != nil {
-			// What the descriptors hold here is their translation.
+		f, _ := st.Field(n.Field)
+		if n.After != nil {
+			// What the buffer holds here is its translation.
 			n.After = append([]byte(nil), n.After...)
-			s.translateDescriptors(n.After)
+			s.translateTarget(f.Target, n.After)
 		}
-		if isBARArray(r.Name, n.Field) && n.After != nil {
-			n.After = append([]byte(nil), n.After...)
-			s.translateBARs(n.After)
-		}
-		s.compareNested(&res, n, nested[n.Field])
+		s.compareNested(&res, n, f.Target, nested[n.Field])
 	}
 	return finish(res), nil
 }
@@ -146,13 +137,13 @@ func (s *state) compareField(res *Result, r *trace.Record, st abi.Struct, f abi.
 	case f.Handle():
 		s.compareHandle(res, f.Name, oldBefore, oldAfter, newAfter)
 		return
-	case isAddress(f.Name):
-		s.compareAddress(res, f.Name, oldBefore, oldAfter, newAfter, sizeOf(st, r.After))
+	case f.Role == ioctl.RoleAddress:
+		s.compareAddress(res, f.Name, oldBefore, oldAfter, newAfter, extentOf(st, r.After))
 		return
-	case s.mapAddrs && isDeviceInfoBARs(r.Name, f):
-		s.learnBARs(res, st, r.After, got)
+	case s.mapAddrs && f.Role == ioctl.RoleBARAddress:
+		s.learnBARs(res, st, f, r.After, got)
 		return
-	case isPID(r, f) && s.tgids[int(oldAfter)]:
+	case f.Role == ioctl.RolePID && s.tgids[int(oldAfter)]:
 		if newAfter != ourPID() {
 			res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded the caller's pid %d, got %d (not ours, %d)", f.Name, oldAfter, newAfter, ourPID()))
 		}
@@ -161,14 +152,6 @@ func (s *state) compareField(res *Result, r *trace.Record, st abi.Struct, f abi.
 	if !bytes.Equal(want, have) {
 		res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %s, got %s", f.Name, abi.Format(r.After, f), abi.Format(got, f)))
 	}
-}
-
-// isPID says whether a member holds a process id (compared as "the
-// caller's" when it was the traced process's, and passed as ours): the
-// reset commands' request id is the caller's tgid.
-func isPID(r *trace.Record, f abi.Field) bool {
-	return f.Name == "pid" || strings.HasSuffix(f.Name, "_pid") || (r.Name == "NEURON_IOCTL_DEVICE_APP_PID" && f.Name == "value") ||
-		(f.Name == "request_id" && (r.Name == "NEURON_IOCTL_NC_RESET" || r.Name == "NEURON_IOCTL_NC_RESET_READY"))
 }
 
 // compareHandle checks a handle through the map of recorded to new
@@ -197,13 +180,13 @@ func (s *state) compareHandle(res *Result, name string, oldBefore, oldAfter, new
 	res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %d, got %d", name, oldAfter, newAfter))
 }
 
-func (s *state) compareNested(res *Result, n trace.Nested, got []byte) {
+func (s *state) compareNested(res *Result, n trace.Nested, target ioctl.Target, got []byte) {
 	if got == nil || n.After == nil {
 		res.NotCompared = append(res.NotCompared, "*"+n.Field+" (not recorded)")
 		return
 	}
 	// A __u64 a handle pointer leads to is a handle handed out.
-	if strings.HasSuffix(n.Field, "mem_handle") && n.Len == 8 && len(n.After) == 8 {
+	if target == ioctl.TargetHandle && n.Len == 8 && len(n.After) == 8 {
 		var before uint64
 		if len(n.Before) == 8 {
 			before = binary.LittleEndian.Uint64(n.Before)
@@ -212,7 +195,7 @@ func (s *state) compareNested(res *Result, n trace.Nested, got []byte) {
 		return
 	}
 	// A __u64 an address pointer leads to is an address handed out.
-	if isAddress(n.Field) && n.Len == 8 && len(n.After) == 8 {
+	if target == ioctl.TargetAddress && n.Len == 8 && len(n.After) == 8 {
 		var before uint64
 		if len(n.Before) == 8 {
 			before = binary.LittleEndian.Uint64(n.Before)
