@@ -107,7 +107,7 @@ func (f *FS) releaseSIGUSR1() {
 func (f *FS) startDiagnostics(opts Options) {
 	done := make(chan struct{})
 	go func() {
-		f.server.Wait()
+		f.waitServed()
 		close(done)
 	}()
 	go f.watch.run(done)
@@ -131,6 +131,7 @@ func (f *FS) startDiagnostics(opts Options) {
 // addDiagnostics adds the control files of this file to the tree.
 func (f *FS) addDiagnostics(ctx context.Context) {
 	f.add(ctx, GoroutinesFile, &dumpNode{mtime: f.mounted}, syscall.S_IFREG)
+	f.add(ctx, TransportFile, &transportNode{fsys: f}, syscall.S_IFREG)
 }
 
 // dumpNode is neuronfs/goroutines: root may read it (0400, enforced by

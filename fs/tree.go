@@ -4,6 +4,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 
+	"github.com/neuronfs/neuronfs/internal/fuseuring"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
@@ -61,6 +63,16 @@ type FS struct {
 
 	watch *watchdog      // the slow-request log (watchdog.go)
 	usr1  chan os.Signal // SIGUSR1, caught from before the mount (diag.go)
+
+	// The FUSE transport (transport.go): its name, what waits for its
+	// end, the io_uring transport or the setup of a failed io_uring
+	// attempt (its queues end with the connection) and the default ioctl
+	// budget (the offload policy).
+	transport     string
+	waitServed    func()
+	ring          *fuseuring.Transport
+	uringLeft     *fuseuring.Transport
+	defaultBudget time.Duration
 }
 
 // panicExit is the daemon's exit status after a handler panic.
@@ -78,6 +90,10 @@ type Options struct {
 	// process gets SIGUSR1, for as long as the mount is served (the
 	// daemon sets it; see diag.go).
 	DumpOnSIGUSR1 bool
+	// Transport is the FUSE transport: auto (io_uring when the kernel
+	// offers it), uring or classic; empty means $NEURONFS_FUSE_TRANSPORT,
+	// else auto.
+	Transport string
 	// withoutPassthrough opens device files without passthrough, as on a
 	// kernel that lacks it (for testing the self-test).
 	withoutPassthrough bool
@@ -92,7 +108,20 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	now := time.Now()
 	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
 	f.watch = newWatchdog(f)
+	f.defaultBudget = sys.Budget(0)
 	f.catchSIGUSR1(opts)
+	transport, err := resolveTransport(opts.Transport)
+	if err != nil {
+		f.tgids.close()
+		f.releaseSIGUSR1()
+		return nil, err
+	}
+	var uringErr error
+	if transport != TransportClassic {
+		// Before the mount: INIT offers io_uring only if the kernel
+		// allows it then.
+		uringErr = prepareURing(log)
+	}
 	// allow_other: every user may use the devices; default_permissions:
 	// the kernel enforces the sysfs modes (0400, 0600...).
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
@@ -103,7 +132,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	// The tree never changes shape while mounted: let the kernel cache it.
 	timeout := time.Hour
-	server, err := gofs.Mount(fmt.Sprintf("/dev/fd/%d", fd), f.root, &gofs.Options{
+	nodeOpts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:        "neuronfs",
 			Name:          "neuronfs",
@@ -115,10 +144,13 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 		OnAdd:        func(ctx context.Context) { f.build(ctx) },
-	})
+	}
+	server, err := f.serve(fd, dir, gofs.NewNodeFS(f.root, nodeOpts), &nodeOpts.MountOptions, transport, uringErr)
 	if err != nil {
 		unix.Unmount(dir, unix.MNT_DETACH)
-		unix.Close(fd)
+		if !errors.As(err, new(errFDClosed)) {
+			unix.Close(fd)
+		}
 		f.tgids.close()
 		f.releaseSIGUSR1()
 		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
@@ -169,7 +201,7 @@ func (f *FS) Unmount() error {
 	}
 	if err == nil {
 		done := make(chan struct{})
-		go func() { f.server.Wait(); close(done) }()
+		go func() { f.waitServed(); close(done) }()
 		if busy {
 			// Serving goes on for those users; do not wait for them
 			// forever. When this process exits they see ENOTCONN.
@@ -212,7 +244,7 @@ func (f *FS) OpenFor(i int, flags int, tid int32) (int, error) {
 }
 
 // Wait blocks until the filesystem is unmounted by someone else.
-func (f *FS) Wait() { f.server.Wait() }
+func (f *FS) Wait() { f.waitServed() }
 
 // caller identifies the task behind a FUSE request.
 func (f *FS) caller(ctx context.Context) device.Caller {

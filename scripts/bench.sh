@@ -2,7 +2,9 @@
 # Benchmarks next to their floors, in one run, summarised by benchstat.
 #   scripts/bench.sh            print the table
 #   scripts/bench.sh --save     also write bench/results-<date>.txt
-# Needs root and /dev/fuse. COUNT (default 8) sets the repetitions.
+# Needs root and /dev/fuse. COUNT (default 8) sets the repetitions. The
+# benchmarks not labelled with a transport run on the default (auto: io_uring
+# where the kernel offers it); NEURONFS_FUSE_TRANSPORT=classic picks the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-8}
@@ -14,8 +16,18 @@ go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$coun
 go test ./fs -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^(BenchmarkCopy|BenchmarkMappedMemcpy)$' -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^BenchmarkDMABandwidth$' -count "$count" | tee -a "$raw"
-go test ./fs -run '^$' -bench '^(BenchmarkDoorbell|BenchmarkExecDoorbell)$' -benchtime 20000x -count "$count" | tee -a "$raw"
-go test ./fs -run '^$' -bench '^BenchmarkExecConcurrent$' -count "$count" | tee -a "$raw"
+# The FUSE transports against each other and the bare go-fuse floor, from
+# a C client process, interleaved within each run (BenchmarkTransports).
+go test ./fs -run '^$' -bench '^BenchmarkTransports$' -benchtime 1x -count "$count" | tee -a "$raw"
+# Doorbells on each transport, the transports alternating run by run so
+# both see the same minutes; the name gets /transport=T.
+for ((i = 0; i < count; i++)); do
+	for transport in classic uring; do
+		label() { sed -E "s/^(Benchmark[^ ]*)-([0-9]+)/\1\/transport=$transport-\2/"; }
+		NEURONFS_FUSE_TRANSPORT=$transport go test ./fs -run '^$' -bench '^(BenchmarkDoorbell|BenchmarkExecDoorbell)$' -benchtime 20000x -count 1 | label | tee -a "$raw"
+		NEURONFS_FUSE_TRANSPORT=$transport go test ./fs -run '^$' -bench '^BenchmarkExecConcurrent$' -count 1 | label | tee -a "$raw"
+	done
+done
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
 # The filter's cost, with and without it (--no-chardev): one run of each
 # per round, so both see the same minute of this shared machine.
@@ -30,8 +42,9 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:MappedMemcpy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:DMABandwidth' "$raw"; echo
-	"$benchstat" -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
-	"$benchstat" -filter '.name:ExecConcurrent' "$raw"; echo
+	"$benchstat" -col /impl -filter '.name:Transports' "$raw"; echo
+	"$benchstat" -col /transport -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
+	"$benchstat" -col /transport -filter '.name:ExecConcurrent' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:FilteredSyscalls' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:RunWorkload' "$raw"; echo
 	"$benchstat" -filter '.name:ChardevOpenStorm' "$raw"; echo

@@ -37,7 +37,19 @@ done
 # Test binaries check the lock order themselves; daemons the tests start
 # from a built neuronfs check it too with this.
 export NEURONFS_LOCKCHECK=1
-go test -race -count=1 ./...
+# Once per FUSE transport (NEURONFS_FUSE_TRANSPORT, read by every mount and
+# daemon the tests make): go-fuse's classic loop, and FUSE over io_uring
+# where the kernel has it. NEURONFS_FUSE_TRANSPORTS overrides the list;
+# .ci/run asks for both, so a CI kernel without io_uring fails.
+transports=${NEURONFS_FUSE_TRANSPORTS:-}
+if [ -z "$transports" ]; then
+	transports=classic
+	[ -e /sys/module/fuse/parameters/enable_uring ] && transports="classic uring"
+fi
+for transport in $transports; do
+	echo "== tests on the $transport FUSE transport"
+	NEURONFS_FUSE_TRANSPORT=$transport go test -race -count=1 ./...
+done
 
 fuzztime=${NEURONFS_FUZZTIME:-15s}
 go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="$fuzztime"

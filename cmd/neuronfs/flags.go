@@ -37,6 +37,31 @@ type hostFlags struct {
 	inject         string
 	pod            podFlags
 	podSock        io.Closer // the pod coordinator system built, if it needs closing
+	transport      transportFlag
+}
+
+const transportEnv = fs.TransportEnv
+
+func defaultTransport() transportFlag {
+	if env := os.Getenv(fs.TransportEnv); env != "" {
+		return transportFlag(env)
+	}
+	return fs.TransportAuto
+}
+
+// transportFlag is --fuse-transport: auto, uring or classic. Its default
+// comes from $NEURONFS_FUSE_TRANSPORT (the suite runs once per transport),
+// else auto.
+type transportFlag string
+
+func (t *transportFlag) String() string { return string(*t) }
+func (t *transportFlag) Set(v string) error {
+	switch v {
+	case fs.TransportAuto, fs.TransportURing, fs.TransportClassic:
+		*t = transportFlag(v)
+		return nil
+	}
+	return fmt.Errorf("want auto, uring or classic")
 }
 
 func (h *hostFlags) register(fs *flag.FlagSet) {
@@ -55,12 +80,14 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
 	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, ecc-sram=N, ecc-hbm=N, hbm-repair=pending|failed (comma-separated; also writable at MOUNT/neuronfs/faults)")
+	h.transport = defaultTransport()
+	fs.Var(&h.transport, "fuse-transport", "FUSE transport: auto (io_uring where the kernel offers it), uring or classic; $"+transportEnv+" sets the default")
 	h.pod.register(fs)
 }
 
 // fsOptions returns the mount options the flags ask for.
 func (h *hostFlags) fsOptions(log *logrus.Entry) fs.Options {
-	return fs.Options{Debug: h.debug, Log: log, DegradedMmap: h.degraded, DumpOnSIGUSR1: true}
+	return fs.Options{Debug: h.debug, Log: log, DegradedMmap: h.degraded, DumpOnSIGUSR1: true, Transport: string(h.transport)}
 }
 
 // args renders the flags back into a command line.
@@ -70,7 +97,7 @@ func (h *hostFlags) args() []string {
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
 		"--log-level=" + h.logLevel, "--log-format=" + h.logFmt, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
-		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject,
+		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject, "--fuse-transport=" + string(h.transport),
 	}, h.pod.args()...)
 }
 

@@ -58,7 +58,7 @@ func cmdMount(args []string) int {
 		reaper.stop()
 		return failLine("mount", mountError(err))
 	}
-	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "took": time.Since(start)}).Info("mounted")
+	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "fuse_transport": fsys.Transport(), "took": time.Since(start)}).Info("mounted")
 
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()

@@ -32,7 +32,8 @@
 //	Pattern       device: pending HBM scrub patterns
 //	Metrics       device: sysfs counters
 //	Registers     mmio: plain BAR registers
-//	Transport     fs: thread-to-process cache, on-behalf opens
+//	Transport     fs: thread-to-process cache, on-behalf opens; fuseuring:
+//	              a queue's list of replies from workers (leaves)
 //
 // Checking costs a goroutine-id lookup per acquisition, so it runs only in
 // test binaries (or with NEURONFS_LOCKCHECK=1); production builds pay one
