@@ -63,6 +63,9 @@ type FS struct {
 
 	watch *watchdog      // the slow-request log (watchdog.go)
 	usr1  chan os.Signal // SIGUSR1, caught from before the mount (diag.go)
+	// unhookExit withdraws the abort that runs before a lock-order
+	// violation ends the process.
+	unhookExit func()
 
 	// The FUSE transport (transport.go): its name, what waits for its
 	// end, the io_uring transport or the setup of a failed io_uring
@@ -174,6 +177,11 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.Abort()
 		os.Exit(panicExit)
 	})
+	// A lock-order violation (checked builds) ends the process too.
+	f.unhookExit = lockrank.BeforeExit(func() {
+		f.Abort()
+		unix.Unmount(dir, unix.MNT_DETACH)
+	})
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
 		if !opts.DegradedMmap {
@@ -187,6 +195,9 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 
 // Unmount detaches the filesystem and waits until serving has stopped.
 func (f *FS) Unmount() error {
+	if f.unhookExit != nil {
+		f.unhookExit()
+	}
 	// The root fd pins the mount; drop it first or unmounting never ends.
 	if f.rootFd > 0 {
 		unix.Close(f.rootFd)

@@ -54,12 +54,46 @@ var (
 
 // violation reports a broken rule. A test binary must not survive one (a
 // handler's panic guard would turn a panic into EIO and hide it), so it
-// prints the stack and exits; the package's own tests replace it.
+// prints the stack, runs the exit hooks and exits; the package's own
+// tests replace it.
 var violation = func(msg string) {
 	buf := make([]byte, 64<<10)
 	n := runtime.Stack(buf, false)
 	fmt.Fprintf(os.Stderr, "lockrank: %s\n%s\n", msg, buf[:n])
+	runExitHooks()
 	os.Exit(3)
+}
+
+var (
+	hooksMu   sync.Mutex // a leaf of its own: taken by nothing that locks
+	exitHooks = map[*func()]bool{}
+)
+
+// BeforeExit registers what must run before a violation ends the process
+// (a FUSE server aborts its connection, or its callers would wait in the
+// kernel for answers that never come); the returned func unregisters it.
+func BeforeExit(fn func()) (cancel func()) {
+	hooksMu.Lock()
+	defer hooksMu.Unlock()
+	p := &fn
+	exitHooks[p] = true
+	return func() {
+		hooksMu.Lock()
+		defer hooksMu.Unlock()
+		delete(exitHooks, p)
+	}
+}
+
+func runExitHooks() {
+	hooksMu.Lock()
+	var fns []func()
+	for p := range exitHooks {
+		fns = append(fns, *p)
+	}
+	hooksMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 func acquire(r Rank, lock any, read bool) {
