@@ -25,25 +25,8 @@ func uringAvailable(t *testing.T) bool {
 
 func mountWith(t *testing.T, opts fs.Options) (*fs.FS, string) {
 	t.Helper()
-	testutil.RequireFUSE(t)
-	sys, err := device.NewSystem(device.Config{Instance: "trn2.3xlarge", Major: 244})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	f, err := fs.Mount(sys, dir, opts)
-	if err != nil {
-		sys.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		f.Abort()
-		sys.Close()
-	})
-	return f, dir
+	d := testutil.StartDaemonOptions(t, device.Config{Instance: "trn2.3xlarge"}, opts)
+	return d.FS, d.Dir
 }
 
 func readTransport(t *testing.T, dir string) string {

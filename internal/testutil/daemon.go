@@ -19,9 +19,15 @@ type Daemon struct {
 	wedged atomic.Bool
 }
 
-// StartDaemon mounts a fresh emulated host like MountConfig and unmounts
-// it when the test ends.
+// StartDaemon mounts a fresh emulated host under a temporary directory
+// and unmounts it when the test ends.
 func StartDaemon(t testing.TB, cfg device.Config) *Daemon {
+	t.Helper()
+	return StartDaemonOptions(t, cfg, fs.Options{})
+}
+
+// StartDaemonOptions is StartDaemon with mount options.
+func StartDaemonOptions(t testing.TB, cfg device.Config, opts fs.Options) *Daemon {
 	t.Helper()
 	RequireFUSE(t)
 	if cfg.Major == 0 {
@@ -32,7 +38,7 @@ func StartDaemon(t testing.TB, cfg device.Config) *Daemon {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	f, err := fs.Mount(sys, dir, fs.Options{})
+	f, err := fs.Mount(sys, dir, opts)
 	if err != nil {
 		sys.Close()
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
@@ -26,28 +25,6 @@ func Mount(t testing.TB, instance string) (string, *device.System) {
 // MountConfig is Mount with a full configuration.
 func MountConfig(t testing.TB, cfg device.Config) (string, *device.System) {
 	t.Helper()
-	RequireFUSE(t)
-	if cfg.Major == 0 {
-		cfg.Major = 244
-	}
-	sys, err := device.NewSystem(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	f, err := fs.Mount(sys, dir, fs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		// A test that failed early may leave fds open on a detached
-		// mount; its server is gone, so fail their closes instead of
-		// letting them hang the test binary at exit.
-		f.Abort()
-		sys.Close()
-	})
-	return dir, sys
+	d := StartDaemon(t, cfg)
+	return d.Dir, d.Sys
 }
