@@ -19,14 +19,16 @@ import (
 type assembler struct {
 	tab *ioctl.Table
 	// clock turns bpf_ktime_get_ns (CLOCK_MONOTONIC) into wall time.
-	clock    int64
-	proc     string                 // procfs, for the fallback fd resolution
-	pending  map[int]rawEvent       // tid → entry event not yet exited
-	fds      map[int]map[int]string // tgid → fd → path ("" not a device)
-	maps     map[int][]mapping      // tgid → device mappings
-	seq      int
-	emit     func(*Record) error
-	isDevice func(path string) bool
+	clock   int64
+	proc    string           // procfs, for the fallback fd resolution
+	pending map[int]rawEvent // tid → entry event not yet exited
+	// restarting holds calls whose exit said the kernel will restart them.
+	restarting map[int]restarted
+	fds        map[int]map[int]string // tgid → fd → path ("" not a device)
+	maps       map[int][]mapping      // tgid → device mappings
+	seq        int
+	emit       func(*Record) error
+	isDevice   func(path string) bool
 	// deviceFD mirrors the fd table's devices into the probe (nil: none).
 	deviceFD func(tgid, fd int, device bool) error
 }
@@ -42,18 +44,48 @@ func newAssembler(tab *ioctl.Table, emit func(*Record) error) *assembler {
 	unix.ClockGettime(unix.CLOCK_REALTIME, &real)
 	return &assembler{
 		tab: tab, clock: real.Nano() - mono.Nano(), proc: "/proc", emit: emit, isDevice: IsDevice,
-		pending: map[int]rawEvent{}, fds: map[int]map[int]string{}, maps: map[int][]mapping{},
+		pending: map[int]rawEvent{}, restarting: map[int]restarted{}, fds: map[int]map[int]string{}, maps: map[int][]mapping{},
 	}
 }
 
 // IsDevice says whether a path names a Neuron device node.
 func IsDevice(path string) bool { return strings.HasPrefix(path, "/dev/neuron") }
 
+// Kernel-internal results that mean the syscall will run again after a
+// signal (or, for a handler without SA_RESTART, return EINTR): the
+// sys_exit tracepoint sees them before the restart.
+func restartCode(ret int64) bool { return ret <= -512 && ret >= -516 }
+
 func (a *assembler) event(e rawEvent) error {
 	if e.kind == kindEnter {
+		if r, ok := a.restarting[e.tid]; ok {
+			delete(a.restarting, e.tid)
+			if r.exit.nr != e.nr {
+				// The call did not come back: the caller saw EINTR.
+				r.exit.ret = -int64(unix.EINTR)
+				a.pending[e.tid] = r.enter
+				if err := a.exit(r.exit); err != nil {
+					return err
+				}
+			}
+		}
 		a.pending[e.tid] = e
 		return nil
 	}
+	if restartCode(e.ret) {
+		// Keep the call: the next enter on this thread tells whether it
+		// was restarted (then only the restarted call is recorded).
+		a.restarting[e.tid] = restarted{enter: a.pending[e.tid], exit: e}
+		delete(a.pending, e.tid)
+		return nil
+	}
+	return a.exit(e)
+}
+
+// restarted is a syscall whose exit was a restart code.
+type restarted struct{ enter, exit rawEvent }
+
+func (a *assembler) exit(e rawEvent) error {
 	enter, ok := a.pending[e.tid]
 	if ok && enter.nr == e.nr {
 		delete(a.pending, e.tid)
