@@ -280,14 +280,6 @@ func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done fu
 	return v, func() { d.unpin(c) }, 0
 }
 
-// chunkSpan is how far a chunk's memory reaches.
-func chunkSpan(c *mempool.Chunk) uint64 {
-	if c.IsScratchpad() {
-		return c.MainPoolEnd() - c.PA
-	}
-	return c.Size
-}
-
 // dmaPiece is the size of one bounce-buffer DMA of the driver's
 // buffer copies: a fault reports what was left of the failing piece.
 const dmaPiece = 64 << 10
