@@ -162,8 +162,10 @@ func (f *File) Flush(ctx context.Context, caller Caller) {
 		f.Dev.sys.unmarkAll(caller.Tgid)
 		return
 	}
-	f.Dev.detach(ctx, caller, false)
-	f.Dev.sys.detached(caller.Tgid)
+	// Only a process that left this device may have left its last one.
+	if f.Dev.detach(ctx, caller, false) {
+		f.Dev.sys.detached(caller.Tgid)
+	}
 }
 
 // Release runs when the last reference to the open file goes away.

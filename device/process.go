@@ -64,33 +64,35 @@ func (t *processTable) tgids() []int32 {
 
 // detach is the driver's flush of a normal fd by caller: one open fewer,
 // and when it was the process's last, everything the process holds goes.
-// A process that died (gone) loses its slot whatever its count.
-func (d *Device) detach(ctx context.Context, caller Caller, gone bool) {
+// A process that died (gone) loses its slot whatever its count. It
+// reports whether the process left the device.
+func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 	tgid := caller.Tgid
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p := d.procs.find(tgid)
 	if p == nil {
-		return
+		return false
 	}
 	if !gone && p.count > 1 {
 		p.count--
-		return
+		return false
 	}
 	// The driver first lets a reset the process asked for finish. The
 	// wait releases the lock: look the slot up again afterwards.
 	d.waitResetLocked(ctx, caller.fatal, uint32(tgid), true)
 	if p = d.procs.find(tgid); p == nil {
-		return // the death watch released it meanwhile
+		return false // the death watch released it meanwhile
 	}
 	if !gone && p.count > 1 {
 		p.count-- // the process opened the device again meanwhile
-		return
+		return false
 	}
 	d.releaseProcessLocked(tgid)
 	*p = process{}
 	d.notifyLocked()
 	d.log.WithFields(logrus.Fields{"tgid": tgid, "exited": gone}).Debug("process detached")
+	return true
 }
 
 // releaseProcessLocked frees what tgid holds on the device, in the
