@@ -63,7 +63,7 @@ func newDevice(s *System, index int) (*Device, error) {
 	for i := range d.cinit {
 		d.cinit[i] = cinitInvalid
 	}
-	phys, err := newPhysMem(d.Name(), s.Arch.PhysicalSpan())
+	phys, err := newPhysMem(d.Name(), s.Arch.PhysicalSpan(), s.backing)
 	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", index, err)
 	}
@@ -92,7 +92,8 @@ func newDevice(s *System, index int) (*Device, error) {
 	return d, nil
 }
 
-// PhysFd returns the memfd holding the device's physical address space;
+// PhysFd returns the file (a memfd, or a file of the backing directory)
+// holding the device's physical address space;
 // device files pass mmap through to it.
 func (d *Device) PhysFd() int { return d.phys.fd }
 

@@ -44,7 +44,11 @@ type dmaState struct {
 func (d *Device) initDMA() error {
 	f := d.sys.Arch
 	d.dma.mem = dma.NewSpace(d.phys.fd, engineWindows(f))
-	d.dma.mem.Touch = d.pattern.fill
+	d.dma.mem.Touch = func(pa, n uint64) {
+		d.pattern.fill(pa, n)
+		d.sys.noteAccess(n)
+	}
+	d.dma.mem.Admit = func(pa, n uint64) bool { return d.sys.admitWrite(d, pa, n, 0) }
 	d.dma.mem.HostLo, d.dma.mem.HostHi = f.HostBase, f.HostBase+dhal.HostMemorySpan
 	d.dma.mem.HostOwner = func(pa uint64) *dma.Space {
 		if o, ok := d.sys.hostSpace.Owner(pa - f.HostBase); ok {

@@ -173,7 +173,7 @@ func (s *System) ControlAttributes() []Attr {
 			}
 			return 0
 		},
-	}}
+	}, {Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus}}
 }
 
 // dmaFault is the engines' fault hook.

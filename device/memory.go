@@ -310,6 +310,9 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	defer done()
 	var n int
 	if toChunk {
+		if !d.sys.admitWrite(d, c.PA+off, size, r.Caller.Tgid) {
+			return copyRefused(r, c, size)
+		}
 		n, _ = r.Mem.ReadAt(mem, buf)
 	} else {
 		n, _ = r.Mem.WriteAt(mem, buf)
@@ -328,6 +331,19 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	return Result(pieceEnd - uint64(n))
 }
 
+// copyRefused answers a buffer copy the memory limit refused, as that
+// path fails on the driver: a device chunk's bounce DMA fails (-1, EPERM);
+// a host chunk's copy_from_user copies nothing.
+func copyRefused(r *Request, c *mempool.Chunk, size uint64) Result {
+	if c.Loc == mempool.LocHost {
+		if r.Sys().quirks.CopyInEFAULT {
+			return Errno(syscall.EFAULT)
+		}
+		return notCopied(int(size), 0)
+	}
+	return Errno(syscall.EPERM)
+}
+
 // The _IOC_NR 23 family: chunk to chunk.
 func memCopy32(r *Request, v *ioctl.MemCopy) Result {
 	return chunkCopy(r, v.SrcMemHandle, v.DstMemHandle, uint64(v.Size), uint64(v.SrcOffset), uint64(v.DstOffset))
@@ -342,7 +358,11 @@ func chunkCopy(r *Request, src, dst, size, srcOff, dstOff uint64) Result {
 	if res != 0 {
 		return res // usePair answers the version's errnos
 	}
-	return r.Dev().copyChunks(dc, dstOff, sc, srcOff, size)
+	d := r.Dev()
+	if !d.sys.admitWrite(d, dc.PA+dstOff, size, r.Caller.Tgid) {
+		return Errno(syscall.EPERM) // the DMA failed
+	}
+	return d.copyChunks(dc, dstOff, sc, srcOff, size)
 }
 
 // copyChunks copies between two chunks' memory (a DMA on the device).
@@ -381,6 +401,9 @@ func fillChunk(r *Request, h, off, size uint64, value uint32) Result {
 		return res
 	}
 	defer done()
+	if !d.sys.admitWrite(d, c.PA+off, size, r.Caller.Tgid) {
+		return Errno(syscall.EPERM) // the DMA failed
+	}
 	fill(mem, byte(value))
 	return 0
 }

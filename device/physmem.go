@@ -2,15 +2,18 @@ package device
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
 
-// physMem is a device's emulated physical address space: one sparse
-// memfd whose file offset is the physical address. Device files open with
-// FUSE passthrough to it, so a client's mmap(offset = PA) shares memory
-// with the daemon and every other mapper. Unallocated ranges cost nothing;
-// freed ranges are punched out, so RSS follows live allocations.
+// physMem is a device's emulated physical address space: one sparse file
+// whose offset is the physical address, a memfd or a file on a real
+// filesystem (Backing). Device files open with FUSE passthrough to it, so
+// a client's mmap(offset = PA) shares memory with the daemon and every
+// other mapper. Unallocated ranges cost nothing; freed ranges are punched
+// out, so what the host holds follows live, written memory.
 //
 // The daemon reaches it through the windows of engineMemory, mapped once
 // and never unmapped while the device lives, so no lock guards an access:
@@ -21,16 +24,51 @@ type physMem struct {
 	span uint64
 }
 
-func newPhysMem(name string, span uint64) (*physMem, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+func newPhysMem(name string, span uint64, b Backing) (*physMem, error) {
+	fd, err := b.create(name)
 	if err != nil {
-		return nil, fmt.Errorf("memfd_create %s: %w", name, err)
+		return nil, err
 	}
 	if err := unix.Ftruncate(fd, int64(span)); err != nil {
 		unix.Close(fd)
+		if err == unix.EFBIG {
+			// ext4 ends files at 16 TiB; the chip's addresses go further.
+			return nil, fmt.Errorf("size %s to %#x (its highest physical address): %w: %s cannot hold a file that large; put the backing on XFS, btrfs or tmpfs", name, span, err, b)
+		}
 		return nil, fmt.Errorf("size %s to %#x: %w", name, span, err)
 	}
 	return &physMem{fd: fd, span: span}, nil
+}
+
+// create opens an empty physical-memory file. A file-backed one has no
+// name: nothing is left in the directory when the daemon dies.
+func (b Backing) create(name string) (int, error) {
+	if b.Dir == "" {
+		fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+		if err != nil {
+			return -1, fmt.Errorf("memfd_create %s: %w", name, err)
+		}
+		return fd, nil
+	}
+	fd, err := unix.Open(b.Dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		return fd, nil
+	}
+	// Filesystems without O_TMPFILE: a name that is gone at once.
+	f, cerr := os.CreateTemp(b.Dir, ".neuronfs-"+name+"-*")
+	if cerr != nil {
+		return -1, fmt.Errorf("physical memory of %s in %s: %w", name, b.Dir, err)
+	}
+	defer f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return -1, fmt.Errorf("physical memory of %s: %w", name, err)
+	}
+	fd, err = unix.Dup(int(f.Fd()))
+	if err != nil {
+		return -1, fmt.Errorf("physical memory of %s in %s: %w", name, filepath.Clean(b.Dir), err)
+	}
+	unix.CloseOnExec(fd)
+	return fd, nil
 }
 
 // punch returns the memory of [pa, pa+size) to the host; it reads back as
@@ -39,9 +77,36 @@ func (m *physMem) punch(pa, size uint64) {
 	unix.Fallocate(m.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(pa), int64(size))
 }
 
+// holes reports how many bytes of [pa, pa+n) the file does not hold yet:
+// what a write there would add.
+func (m *physMem) holes(pa, n uint64) uint64 {
+	end := pa + n
+	var missing uint64
+	for off := pa; off < end; {
+		hole, err := unix.Seek(m.fd, int64(off), unix.SEEK_HOLE)
+		if err != nil || uint64(hole) >= end {
+			break
+		}
+		data, err := unix.Seek(m.fd, hole, unix.SEEK_DATA)
+		if err != nil || uint64(data) > end { // ENXIO: no data after the hole
+			data = int64(end)
+		}
+		missing += uint64(data - hole)
+		off = uint64(data)
+	}
+	return missing
+}
+
+// reserve makes the file hold [pa, pa+n), so a write there cannot fail
+// for want of space (which a mapped write would learn as SIGBUS).
+func (m *physMem) reserve(pa, n uint64) error {
+	return unix.Fallocate(m.fd, unix.FALLOC_FL_KEEP_SIZE, int64(pa), int64(n))
+}
+
 func (m *physMem) close() { unix.Close(m.fd) }
 
-// resident reports the bytes of physical memory the host backs now.
+// resident reports the bytes of physical memory the backing holds now:
+// host RAM for a memfd, disk blocks for a file.
 func (m *physMem) resident() (uint64, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(m.fd, &st); err != nil {

@@ -56,7 +56,14 @@ type Config struct {
 	// NodeSerial, if not 0, is device 0's serial number: the one pod
 	// election compares. The other devices' serials derive from it.
 	NodeSerial uint64
-	Log        *logrus.Entry
+	// Backing is where physical memory lives (default: a memfd per
+	// device).
+	Backing Backing
+	// MemoryLimit caps, in bytes, what the backing holds (see memLimit):
+	// 0 is the default (half of host RAM for memfd, none for a file),
+	// negative no limit.
+	MemoryLimit int64
+	Log         *logrus.Entry
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -82,7 +89,9 @@ type System struct {
 	// hostSpace is the host's DMA address space, shared by the devices.
 	hostSpace  *mempool.HostSpace
 	nodeSerial uint64
-	podRAM     podRAM        // each device's firmware, for the election
+	podRAM     podRAM // each device's firmware, for the election
+	backing    Backing
+	memLimit   memLimit
 	pod        *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          lockrank.Mutex[lockrank.Host] // guards the driver-global state below
@@ -150,8 +159,10 @@ func NewSystem(cfg Config) (*System, error) {
 		quirks:       table.Quirks,
 		nodeSerial:   cfg.NodeSerial,
 		podRAM:       make(podRAM, inst.Devices),
+		backing:      cfg.Backing,
 	}
 	s.epoch = time.Now()
+	s.memLimit.init(cfg.Backing, cfg.MemoryLimit)
 	s.inferenceStart, s.execLatency = -1, cfg.ExecLatency
 	if cfg.InferenceStart != nil {
 		s.inferenceStart = int(*cfg.InferenceStart)

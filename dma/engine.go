@@ -21,6 +21,10 @@ type Memory interface {
 	// Slice returns [pa, pa+n) as bytes the engine may read and write, or
 	// false when no memory answers at those addresses.
 	Slice(pa, n uint64) ([]byte, bool)
+	// SliceWrite is Slice for a write: it may also refuse memory the host
+	// cannot hold (the daemon's memory limit), which the engine sees as a
+	// failed write.
+	SliceWrite(pa, n uint64) ([]byte, bool)
 }
 
 // State is an engine direction's state as DMA_ENG_GET_STATE reports it

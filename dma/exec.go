@@ -229,7 +229,7 @@ func (e *Engine) transfer(src, dst, n uint64) uint32 {
 	if !ok {
 		return StatusReadError
 	}
-	to, ok := e.mem.Slice(dst, n)
+	to, ok := e.mem.SliceWrite(dst, n)
 	if !ok {
 		return StatusWriteError
 	}

@@ -3,6 +3,7 @@ package dma
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +25,9 @@ type Space struct {
 	// one on a real host.
 	HostOwner      func(pa uint64) *Space
 	HostLo, HostHi uint64
+	// Admit runs before a write to [pa, pa+n) and may refuse it (nil:
+	// every write is admitted): the host's memory limit.
+	Admit func(pa, n uint64) bool
 }
 
 // Range is one window of a Space.
@@ -32,7 +36,8 @@ type Range struct{ Base, Size uint64 }
 type window struct {
 	base, size uint64
 	once       sync.Once
-	mem        []byte // nil if the mapping failed
+	mem        []byte      // nil if the mapping failed
+	ready      atomic.Bool // mem is set (Release reads it without once)
 }
 
 // NewSpace returns the space of windows rs over the file fd, whose offsets
@@ -63,6 +68,33 @@ func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
 	return m.Local(pa, n)
 }
 
+// SliceWrite implements Memory: Slice, for a write the owning space
+// admits.
+func (m *Space) SliceWrite(pa, n uint64) ([]byte, bool) {
+	owner := m
+	if m.HostOwner != nil && pa >= m.HostLo && pa < m.HostHi {
+		if other := m.HostOwner(pa); other != nil {
+			owner = other
+		}
+	}
+	b, ok := owner.Local(pa, n)
+	if ok && owner.Admit != nil && !owner.Admit(pa, n) {
+		return nil, false
+	}
+	return b, ok
+}
+
+// Release drops the daemon's own page mappings of every window; the
+// memory stays in the file, and the next access maps it again. A
+// file-backed space does this to keep the daemon's resident set small.
+func (m *Space) Release() {
+	for _, w := range m.windows {
+		if w.ready.Load() {
+			unix.Madvise(w.mem, unix.MADV_DONTNEED)
+		}
+	}
+}
+
 // Local slices this space's own windows.
 func (m *Space) Local(pa, n uint64) ([]byte, bool) {
 	i := sort.Search(len(m.windows), func(i int) bool { return m.windows[i].base+m.windows[i].size > pa })
@@ -77,6 +109,7 @@ func (m *Space) Local(pa, n uint64) ([]byte, bool) {
 		v, err := unix.Mmap(m.fd, int64(w.base), int(w.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)
 		if err == nil {
 			w.mem = v
+			w.ready.Store(true)
 		}
 	})
 	if w.mem == nil {

@@ -32,6 +32,8 @@
 //	Pattern       device: pending HBM scrub patterns
 //	Metrics       device: sysfs counters
 //	Registers     mmio: plain BAR registers
+//	MemLimit      device: the host's memory limit (what the backing
+//	              files hold, checked and reserved before a write)
 //	Transport     fs: thread-to-process cache, on-behalf opens; fuseuring:
 //	              a queue's list of replies from workers (leaves)
 //
@@ -65,6 +67,7 @@ const (
 	RankPattern
 	RankMetrics
 	RankRegisters
+	RankMemLimit
 	RankTransport
 	rankCount
 )
@@ -72,7 +75,7 @@ const (
 var rankNames = [rankCount]string{
 	"none", "PodElection", "PodLink", "PodRegistry", "PodHub", "Device", "Host", "AsyncCopy", "Exec", "FWClient",
 	"DriverRing", "Notific", "Engine", "Firmware", "Semaphore", "Pool", "HostSpace",
-	"Pattern", "Metrics", "Registers", "Transport",
+	"Pattern", "Metrics", "Registers", "MemLimit", "Transport",
 }
 
 func (r Rank) String() string {
@@ -107,6 +110,7 @@ type (
 	Pattern     struct{}
 	Metrics     struct{}
 	Registers   struct{}
+	MemLimit    struct{}
 	Transport   struct{}
 )
 
@@ -129,4 +133,5 @@ func (HostSpace) Rank() Rank   { return RankHostSpace }
 func (Pattern) Rank() Rank     { return RankPattern }
 func (Metrics) Rank() Rank     { return RankMetrics }
 func (Registers) Rank() Rank   { return RankRegisters }
+func (MemLimit) Rank() Rank    { return RankMemLimit }
 func (Transport) Rank() Rank   { return RankTransport }

@@ -19,3 +19,6 @@ func (m *Flat) Slice(pa, n uint64) ([]byte, bool) {
 	}
 	return m.B[pa-m.Base : pa-m.Base+n], true
 }
+
+// SliceWrite is Slice: flat memory holds every write.
+func (m *Flat) SliceWrite(pa, n uint64) ([]byte, bool) { return m.Slice(pa, n) }

@@ -1,0 +1,228 @@
+package device
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/lockrank"
+)
+
+// Backing says where the devices' physical memory lives.
+type Backing struct {
+	// Dir is a directory on a real filesystem holding one sparse file
+	// per device, whose cold pages the kernel can write back and reclaim;
+	// "" is a memfd per device, which lives in host RAM for good (on a
+	// host without swap) but is faster.
+	Dir string
+}
+
+// BackingEnv names the environment variable that gives the default
+// backing (the suite runs once on each).
+const BackingEnv = "NEURONFS_MEMORY_BACKING"
+
+// ParseBacking reads a --memory-backing value: memfd or file:DIR.
+func ParseBacking(s string) (Backing, error) {
+	switch {
+	case s == "" || s == "memfd":
+		return Backing{}, nil
+	case strings.HasPrefix(s, "file:") && len(s) > len("file:"):
+		dir, err := filepath.Abs(s[len("file:"):])
+		if err != nil {
+			return Backing{}, fmt.Errorf("memory backing %s: %w", s, err)
+		}
+		st, err := os.Stat(dir)
+		if err != nil {
+			return Backing{}, fmt.Errorf("memory backing %s: %w", s, err)
+		}
+		if !st.IsDir() {
+			return Backing{}, fmt.Errorf("memory backing %s: not a directory", s)
+		}
+		return Backing{Dir: dir}, nil
+	}
+	return Backing{}, fmt.Errorf("memory backing %q: want memfd or file:DIR", s)
+}
+
+func (b Backing) String() string {
+	if b.Dir == "" {
+		return "memfd"
+	}
+	return "file:" + b.Dir
+}
+
+// memLimit caps what the backing files hold. Allocations never see it, as
+// the driver's would not: a write by the daemon (a copy, a memset, a DMA
+// transfer) that would make the memfds hold more than the limit fails
+// instead, the way that path fails on hardware. Writes to memory that is
+// already held cost one lseek and nothing else.
+//
+// File backing has no limit by default: the kernel writes cold pages back
+// and reclaims them. With a limit, the daemon drops its own mappings of
+// the files whenever its resident set passes the limit (noteAccess), so
+// the pages it reached are the kernel's to reclaim, not the daemon's RSS. Every write
+// that brings new pages reserves them first (fallocate), so a full disk
+// fails the write instead of raising SIGBUS in the daemon.
+type memLimit struct {
+	limit uint64 // bytes; 0: none
+	file  bool
+
+	mu       lockrank.Mutex[lockrank.MemLimit]
+	refused  map[[2]int32]bool // (device, process) already logged
+	accessed atomic.Uint64     // bytes reached through the windows (file backing)
+}
+
+// refusedLogMax bounds the once-per-process log memory.
+const refusedLogMax = 4096
+
+// trimStep is how much a file-backed daemon reaches between checks of its
+// resident set against the limit.
+func (l *memLimit) trimStep() uint64 { return min(l.limit/4, 256<<20) }
+
+// DefaultMemfdLimit is the limit a memfd backing gets unless told: half
+// of the host's RAM, which leaves the rest to the programs being served.
+func DefaultMemfdLimit() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit) / 2
+}
+
+func (l *memLimit) init(b Backing, limit int64) {
+	l.file, l.refused = b.Dir != "", map[[2]int32]bool{}
+	switch {
+	case limit > 0:
+		l.limit = uint64(limit)
+	case limit == 0 && !l.file:
+		l.limit = DefaultMemfdLimit()
+	}
+}
+
+// MemoryLimit reports the limit in bytes (0: none) and the backing.
+func (s *System) MemoryLimit() (uint64, Backing) { return s.memLimit.limit, s.backing }
+
+// admitWrite reports whether the daemon may write [pa, pa+n) of d's
+// physical memory on behalf of process tgid (0: a DMA engine), reserving
+// what the file does not hold yet. A refusal is logged once per device
+// and process.
+func (s *System) admitWrite(d *Device, pa, n uint64, tgid int32) bool {
+	l := &s.memLimit
+	if n == 0 || (l.limit == 0 && !l.file) {
+		return true
+	}
+	if d.phys.holes(pa, n) == 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	add := d.phys.holes(pa, n) // again: a concurrent write may have reserved some
+	if add == 0 {
+		return true
+	}
+	if !l.file && l.limit > 0 {
+		if held := s.heldLocked(); held+add > l.limit {
+			l.refuseLocked(d, tgid, pa, n, fmt.Sprintf("the backing holds %d of %d bytes, the write adds %d", held, l.limit, add), nil)
+			return false
+		}
+	}
+	if err := d.phys.reserve(pa, n); err != nil {
+		l.refuseLocked(d, tgid, pa, n, "no space for it in the backing", err)
+		return false
+	}
+	return true
+}
+
+// noteAccess counts n bytes the daemon is about to reach through its
+// windows. A file-backed daemon with a limit checks its resident set
+// every trimStep bytes and, past the limit, drops its own mappings: the
+// pages stay in the page cache, where the kernel can write them back and
+// reclaim them. It takes no lock (callers may hold any).
+func (s *System) noteAccess(n uint64) {
+	l := &s.memLimit
+	if !l.file || l.limit == 0 {
+		return
+	}
+	step := l.trimStep()
+	after := l.accessed.Add(n)
+	if after/step == (after-n)/step {
+		return
+	}
+	if rss, err := residentSet(); err == nil && rss > l.limit {
+		for _, d := range s.Devices {
+			d.dma.mem.Release()
+		}
+	}
+}
+
+func (l *memLimit) refuseLocked(d *Device, tgid int32, pa, n uint64, why string, err error) {
+	key := [2]int32{int32(d.Index), tgid}
+	if l.refused[key] || len(l.refused) >= refusedLogMax {
+		return
+	}
+	l.refused[key] = true
+	e := d.log.WithField("pid", tgid).WithField("pa", fmt.Sprintf("%#x", pa)).WithField("size", n).WithField("limit", l.limit)
+	if tgid == 0 {
+		e = e.WithField("pid", "dma")
+	}
+	if err != nil {
+		e = e.WithError(err)
+	}
+	e.Warnf("memory limit: write refused (%s); later refusals for this process are not logged", why)
+}
+
+// heldLocked sums what every device's backing holds.
+func (s *System) heldLocked() uint64 {
+	var sum uint64
+	for _, d := range s.Devices {
+		n, _ := d.phys.resident()
+		sum += n
+	}
+	return sum
+}
+
+// residentSet reads the daemon's resident set size.
+func residentSet() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+}
+
+// MemoryFile is the control file (under neuronfs/ at the mount root) that
+// reports the backing, the limit and what each device's backing holds
+// against what it declares: `ls` and `top` show it.
+const MemoryFile = "memory"
+
+// memoryStatus renders MemoryFile: a line for the host, then one per
+// device, each of key=value fields (sizes in bytes).
+func (s *System) memoryStatus() string {
+	var b strings.Builder
+	limit, backing := s.MemoryLimit()
+	per := make([]uint64, len(s.Devices))
+	var total uint64
+	for i, d := range s.Devices {
+		per[i], _ = d.phys.resident()
+		total += per[i]
+	}
+	fmt.Fprintf(&b, "backing=%s limit=%d held=%d\n", backing, limit, total)
+	declared := uint64(s.Arch.HBMChannels) * s.Arch.HBMSize
+	for i, d := range s.Devices {
+		fmt.Fprintf(&b, "%s declared=%d held=%d\n", d.Name(), declared, per[i])
+	}
+	return b.String()
+}
