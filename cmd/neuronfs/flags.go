@@ -38,6 +38,8 @@ type hostFlags struct {
 	pod            podFlags
 	podSock        io.Closer // the pod coordinator system built, if it needs closing
 	transport      transportFlag
+	backing        backingFlag
+	memLimit       limitFlag
 }
 
 const transportEnv = fs.TransportEnv
@@ -82,6 +84,13 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, ecc-sram=N, ecc-hbm=N, hbm-repair=pending|failed (comma-separated; also writable at MOUNT/neuronfs/faults)")
 	h.transport = defaultTransport()
 	fs.Var(&h.transport, "fuse-transport", "FUSE transport: auto (io_uring where the kernel offers it), uring or classic; $"+transportEnv+" sets the default")
+	if env := os.Getenv(device.BackingEnv); env != "" {
+		if err := h.backing.Set(env); err != nil {
+			h.backing.envErr = fmt.Errorf("$%s: %w", device.BackingEnv, err)
+		}
+	}
+	fs.Var(&h.backing, "memory-backing", "where device memory lives: memfd (host RAM, the default) or file:DIR (sparse files in DIR, which the kernel can write back and reclaim); $"+device.BackingEnv+" sets the default")
+	fs.Var(&h.memLimit, "memory-limit", "cap on the device memory the backing holds, e.g. 8G, or none (default: half of host RAM for memfd, none for file)")
 	h.pod.register(fs)
 }
 
@@ -98,6 +107,7 @@ func (h *hostFlags) args() []string {
 		"--log-level=" + h.logLevel, "--log-format=" + h.logFmt, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
 		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject, "--fuse-transport=" + string(h.transport),
+		"--memory-backing=" + h.backing.String(), "--memory-limit=" + h.memLimit.String(),
 	}, h.pod.args()...)
 }
 
@@ -134,6 +144,9 @@ func (h *hostFlags) logger() (*logrus.Entry, error) {
 
 // system builds the emulated host the flags describe.
 func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
+	if h.backing.envErr != nil {
+		return nil, h.backing.envErr
+	}
 	arch, err := parseArch(h.arch)
 	if err != nil {
 		return nil, err
@@ -173,6 +186,8 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		DriverVersion:  h.driver,
 		Pod:            podCfg,
 		NodeSerial:     serial,
+		Backing:        h.backing.b,
+		MemoryLimit:    h.memLimit.n,
 		Log:            log,
 	})
 	if err != nil {

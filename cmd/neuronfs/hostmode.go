@@ -88,6 +88,7 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 		st.undo()
 		return failLine("mount --host", mountError(err))
 	}
+	lowerOOMScore(log)
 	if err := bindOntoHost(st, sys); err != nil {
 		log.WithError(err).Debug("host binds failed; undoing")
 		reaper.stop()

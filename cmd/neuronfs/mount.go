@@ -58,6 +58,7 @@ func cmdMount(args []string) int {
 		reaper.stop()
 		return failLine("mount", mountError(err))
 	}
+	lowerOOMScore(log)
 	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "fuse_transport": fsys.Transport(), "took": time.Since(start)}).Info("mounted")
 
 	done := make(chan struct{})

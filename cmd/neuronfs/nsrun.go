@@ -46,7 +46,14 @@ func cmdNsRun(args []string) int {
 		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		}
-		status := runForwardingSignals(cmd, 127)
+		wait, err := startForwardingSignals(cmd)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+			abortOnExit(fsys, log)
+			return 127
+		}
+		lowerOOMScore(log) // after the fork: CMD keeps its own score
+		status := wait()
 		abortOnExit(fsys, log)
 		return status
 	}
@@ -76,6 +83,7 @@ func cmdNsRun(args []string) int {
 		log.WithError(err).Error("cannot start the command")
 		return 127
 	}
+	lowerOOMScore(log) // after the fork: CMD keeps its own score
 	listener, err := receiveFD(ours)
 	ours.Close()
 	if err != nil {
