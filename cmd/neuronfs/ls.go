@@ -24,6 +24,9 @@ type lsDevice struct {
 	MemorySize  uint64      `json:"memory_size"`
 	CoreIDs     []int       `json:"neuroncore_ids"`
 	Processes   []lsProcess `json:"neuron_processes"`
+	// MemoryHeld is what the emulator's backing holds of the device's
+	// memory (not a vendor field; only on a neuronfs mount).
+	MemoryHeld *uint64 `json:"neuronfs_memory_held,omitempty"`
 }
 
 type lsProcess struct {
@@ -65,6 +68,7 @@ func listDevices(h runtime.Host) ([]lsDevice, error) {
 		return nil, fmt.Errorf("no neuron devices under %s", h.Root)
 	}
 	out := make([]lsDevice, 0, len(indices))
+	emu, _ := h.EmulatorMemory() // nil on a real host
 	coreBase := 0
 	for _, i := range indices {
 		row := lsDevice{Device: i, ConnectedTo: []uint32{}, CoreIDs: []int{}, Processes: []lsProcess{}}
@@ -77,6 +81,9 @@ func listDevices(h runtime.Host) ([]lsDevice, error) {
 					row.MemorySize = uint64(f.HBMChannels) * f.HBMSize
 				}
 			}
+		}
+		if m, ok := emuDevice(emu, i); ok {
+			row.MemoryHeld = &m.Held
 		}
 		for c := 0; c < row.Cores; c++ {
 			row.CoreIDs = append(row.CoreIDs, coreBase+c)
@@ -114,9 +121,24 @@ func processName(pid int32) string {
 	return strings.TrimSpace(string(b))
 }
 
+// emuDevice returns device i's entry of an emulator's memory report.
+func emuDevice(m *runtime.EmulatorMemory, i int) (runtime.DeviceMemory, bool) {
+	if m == nil {
+		return runtime.DeviceMemory{}, false
+	}
+	d, ok := m.Devices[i]
+	return d, ok
+}
+
 func printDeviceTable(w io.Writer, devs []lsDevice) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NEURON DEVICE\tNEURON CORES\tNEURON MEMORY\tCONNECTED DEVICES\tPCI BDF\tPROCESSES")
+	held := len(devs) > 0 && devs[0].MemoryHeld != nil
+	if held {
+		// An emulated host: what the backing holds beside what is declared.
+		fmt.Fprintln(tw, "NEURON DEVICE\tNEURON CORES\tNEURON MEMORY\tHELD\tCONNECTED DEVICES\tPCI BDF\tPROCESSES")
+	} else {
+		fmt.Fprintln(tw, "NEURON DEVICE\tNEURON CORES\tNEURON MEMORY\tCONNECTED DEVICES\tPCI BDF\tPROCESSES")
+	}
 	for _, d := range devs {
 		var nb, procs []string
 		for _, n := range d.ConnectedTo {
@@ -125,7 +147,18 @@ func printDeviceTable(w io.Writer, devs []lsDevice) {
 		for _, p := range d.Processes {
 			procs = append(procs, fmt.Sprintf("%d %s", p.PID, p.Command))
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d GB\t%s\t%s\t%s\n", d.Device, d.Cores, d.MemorySize>>30, strings.Join(nb, ", "), d.BDF, strings.Join(procs, "; "))
+		mem := fmt.Sprintf("%d GB", d.MemorySize>>30)
+		if held {
+			mem += "\t" + formatBytes(derefOr(d.MemoryHeld))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", d.Device, d.Cores, mem, strings.Join(nb, ", "), d.BDF, strings.Join(procs, "; "))
 	}
 	tw.Flush()
+}
+
+func derefOr(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/neuronfs/neuronfs/runtime"
 )
 
 // Rendering of top samples as text lines, the same for the live screen
@@ -23,7 +25,7 @@ func renderTop(cur topSample, prev *topSample) []string {
 		if k > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "neuron%d  %s  host memory %s%s\n", d.index, d.name, formatBytes(sum(d.hostMem)), categories(d.hostMem))
+		fmt.Fprintf(&b, "neuron%d  %s  host memory %s%s%s\n", d.index, d.name, formatBytes(sum(d.hostMem)), categories(d.hostMem), heldNote(d.held))
 		if d.err != nil {
 			fmt.Fprintf(&b, "  unreadable: %v\n", d.err)
 			continue
@@ -178,4 +180,13 @@ func topHeader(s topSample, interval time.Duration, live bool) string {
 		h += "  (q quits)"
 	}
 	return h
+}
+
+// heldNote shows an emulated device's resident memory against what it
+// declares.
+func heldNote(m *runtime.DeviceMemory) string {
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("  (emulator holds %s of %s)", formatBytes(m.Held), formatBytes(m.Declared))
 }

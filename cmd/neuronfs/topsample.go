@@ -24,6 +24,9 @@ type topDevice struct {
 	hostMem map[string]uint64 // stats/memory_usage/host_mem/<category>/total
 	cores   []topCore
 	err     error // the device could not be read
+	// held is what an emulator's backing holds of the device (nil on a
+	// real host).
+	held *runtime.DeviceMemory
 }
 
 type topCore struct {
@@ -54,6 +57,13 @@ func takeSample(h runtime.Host) (topSample, error) {
 		}()
 	}
 	wg.Wait()
+	if emu, err := h.EmulatorMemory(); err == nil {
+		for k := range s.devices {
+			if m, ok := emu.Devices[s.devices[k].index]; ok {
+				s.devices[k].held = &m
+			}
+		}
+	}
 	return s, nil
 }
 
