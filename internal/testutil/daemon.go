@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +33,13 @@ func StartDaemonOptions(t testing.TB, cfg device.Config, opts fs.Options) *Daemo
 	RequireFUSE(t)
 	if cfg.Major == 0 {
 		cfg.Major = 244
+	}
+	if env := os.Getenv(device.BackingEnv); env != "" && cfg.Backing == (device.Backing{}) {
+		b, err := device.ParseBacking(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Backing = b
 	}
 	sys, err := device.NewSystem(cfg)
 	if err != nil {

@@ -1,0 +1,191 @@
+package fs_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/runtime"
+)
+
+// held sums what every device's backing holds.
+func held(t *testing.T, sys *device.System) uint64 {
+	t.Helper()
+	var n uint64
+	for _, d := range sys.Devices {
+		r, err := d.PhysicalResident()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += r
+	}
+	return n
+}
+
+// On memfd, a write that would make the backing hold more than the limit
+// fails the way its path fails on the driver, allocations never do, and
+// everything else goes on working.
+func TestMemoryLimitMemfd(t *testing.T) {
+	t.Setenv(device.BackingEnv, "") // memfd, whatever the suite's default
+	const room = 32 << 20
+	// The limit is what probe left held plus room; a first daemon tells
+	// how much that is.
+	base := held(t, testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{}}).Sys)
+	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{}, MemoryLimit: int64(base + room)})
+	if lim, _ := d.Sys.MemoryLimit(); lim != base+room {
+		t.Fatalf("limit %d, want %d", lim, base+room)
+	}
+	dev, err := runtime.Host{Root: d.Dir}.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	// Allocations past the limit succeed: only writes count.
+	a := mustMem(t, dev, 24<<20, runtime.AllocOptions{Channel: 0})
+	b := mustMem(t, dev, 24<<20, runtime.AllocOptions{Channel: 1})
+	h := mustMem(t, dev, 16<<20, runtime.AllocOptions{Host: true})
+	data := bytes.Repeat([]byte{0xa5}, 24<<20)
+	if err := a.Write(0, data); err != nil {
+		t.Fatalf("a write inside the limit: %v", err)
+	}
+	// Device memory: the bounce DMA fails, -1 (EPERM); nothing is written.
+	if err := b.Write(0, data); !isErrno(err, unix.EPERM) {
+		t.Fatalf("a device write past the limit: %v, want EPERM", err)
+	}
+	if err := b.Fill(0, 24<<20, 1); !isErrno(err, unix.EPERM) {
+		t.Errorf("a memset past the limit: %v, want EPERM", err)
+	}
+	if err := b.CopyFrom(0, a, 0, 24<<20); !isErrno(err, unix.EPERM) {
+		t.Errorf("a chunk copy past the limit: %v, want EPERM", err)
+	}
+	// Host memory: copy_from_user copies nothing (a positive count).
+	var re *runtime.Error
+	if err := h.Write(0, data[:16<<20]); !errors.As(err, &re) || re.NotCopied != 16<<20 {
+		t.Errorf("a host write past the limit: %v, want 16 MiB not copied", err)
+	}
+	if got := held(t, d.Sys); got > base+room {
+		t.Errorf("the backing holds %d, over the limit %d", got, base+room)
+	}
+	// A small write still fits, reads work, and rewriting held memory
+	// costs nothing new.
+	if err := b.Write(0, data[:1<<20]); err != nil {
+		t.Errorf("a write that fits: %v", err)
+	}
+	if err := a.Write(0, data); err != nil {
+		t.Errorf("rewriting held memory: %v", err)
+	}
+	got := make([]byte, 1<<20)
+	if err := a.Read(1<<20, got); err != nil || !bytes.Equal(got, data[:1<<20]) {
+		t.Errorf("read back: %v", err)
+	}
+	// A DMA write past the limit aborts its queue with a write error.
+	src := mustMem(t, dev, 1<<16, runtime.AllocOptions{Host: true})
+	if err := h.Free(); err != nil {
+		t.Fatal(err)
+	}
+	// Fill b up to 32 KiB short of the limit, DMA rings included.
+	q, err := dev.InitQueue(7, 2, 32, runtime.AllocOptions{Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Write(0, data[:1<<16]); err != nil {
+		t.Fatal(err)
+	}
+	left := base + room - held(t, d.Sys)
+	if err := b.Write(1<<20, data[:left-32<<10]); err != nil {
+		t.Fatalf("filling up to the limit: %v", err)
+	}
+	if err := q.Submit([]runtime.Copy{{Src: src.PA, Dst: b.PA + 23<<20, Len: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, rx, err := q.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rx.SWStatus == uint32(dma.QueueAborted) {
+			if rx.HWStatus&dma.StatusWriteError == 0 {
+				t.Errorf("aborted without a write error: %+v", rx)
+			}
+			break
+		}
+		if rx.HeadPointer != 0 {
+			t.Fatalf("the DMA past the limit ran: %+v", rx)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue never aborted: %+v", rx)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Freed memory returns to the host, and the write then fits.
+	if err := a.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(0, data); err != nil {
+		t.Errorf("a write after a free made room: %v", err)
+	}
+}
+
+// File-backed memory behaves as memfd memory does: shared mappings,
+// copies, punch on free; and with a limit the daemon's resident set stays
+// under it, the pages left to the kernel's page cache.
+func TestFileBacking(t *testing.T) {
+	dir := testutil.BigFileDir(t, 8<<30)
+	const limit = 256 << 20
+	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{Dir: dir}, MemoryLimit: limit})
+	if _, b := d.Sys.MemoryLimit(); b.Dir != dir {
+		t.Fatalf("backing %v, want file:%s", b, dir)
+	}
+	dev, err := runtime.Host{Root: d.Dir}.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	m := mustMem(t, dev, 1<<30, runtime.AllocOptions{Channel: 2})
+	view := mustMap(t, m)
+	buf := make([]byte, 16<<20)
+	for off := uint64(0); off < m.Size; off += uint64(len(buf)) {
+		for i := range buf {
+			buf[i] = byte(off>>20) ^ byte(i)
+		}
+		if err := m.Write(off, buf); err != nil {
+			t.Fatalf("write at %#x: %v", off, err)
+		}
+	}
+	// The mapping sees what the copies wrote; a store through it is what
+	// a copy reads.
+	for _, off := range []uint64{0, 300 << 20, m.Size - 1} {
+		if want := byte(off>>20&^15) ^ byte(off%(16<<20)); view[off] != want {
+			t.Errorf("mapped byte %#x = %#x, want %#x", off, view[off], want)
+		}
+	}
+	view[5] = 0x77
+	got := make([]byte, 8)
+	if err := m.Read(0, got); err != nil || got[5] != 0x77 {
+		t.Errorf("a mapped store read back %x, %v", got, err)
+	}
+	if held(t, d.Sys) < 1<<30 {
+		t.Errorf("the files hold %d bytes after 1 GiB was written", held(t, d.Sys))
+	}
+	// The daemon's own mappings of the files were dropped past the limit:
+	// this process (daemon and client) maps at most the client's view.
+	if err := unix.Munmap(view); err != nil {
+		t.Fatal(err)
+	}
+	if rss := rssKiB(t) << 10; rss > 1<<30 {
+		t.Errorf("resident set %d MiB after writing 1 GiB with a %d MiB limit", rss>>20, limit>>20)
+	}
+	if err := m.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(t, d.Sys); h > 64<<20 {
+		t.Errorf("the files hold %d bytes after the free", h)
+	}
+}
