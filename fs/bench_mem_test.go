@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -18,8 +19,20 @@ var copySizes = []int{1 << 20, 64 << 20}
 func BenchmarkCopy(b *testing.B) {
 	for _, size := range copySizes {
 		b.Run(fmt.Sprintf("size=%d/impl=process_vm_readv", size), func(b *testing.B) { benchProcessVMReadv(b, size) })
-		b.Run(fmt.Sprintf("size=%d/impl=MEM_BUF_COPY64", size), func(b *testing.B) { benchBufCopy(b, size) })
+		b.Run(fmt.Sprintf("size=%d/impl=MEM_BUF_COPY64", size), func(b *testing.B) { benchBufCopy(b, size, device.Backing{}) })
+		b.Run(fmt.Sprintf("size=%d/impl=MEM_BUF_COPY64-file", size), func(b *testing.B) { benchBufCopy(b, size, fileBacking(b)) })
 	}
+}
+
+// fileBacking is the file backing, on a filesystem that can hold it.
+func fileBacking(b *testing.B) device.Backing {
+	return device.Backing{Dir: testutil.BigFileDir(b, 8<<30)}
+}
+
+// mountBacking mounts a trn2.48xlarge whose memory lives on backing.
+func mountBacking(b *testing.B, backing device.Backing) string {
+	b.Setenv(device.BackingEnv, "")
+	return testutil.StartDaemon(b, device.Config{Instance: "trn2.48xlarge", Backing: backing}).Dir
 }
 
 func benchProcessVMReadv(b *testing.B, size int) {
@@ -36,8 +49,8 @@ func benchProcessVMReadv(b *testing.B, size int) {
 	}
 }
 
-func benchBufCopy(b *testing.B, size int) {
-	dir, _ := testutil.Mount(b, "trn2.48xlarge")
+func benchBufCopy(b *testing.B, size int, backing device.Backing) {
+	dir := mountBacking(b, backing)
 	d, err := runtime.Host{Root: dir}.Open(0)
 	if err != nil {
 		b.Fatal(err)
@@ -83,22 +96,24 @@ func BenchmarkMappedMemcpy(b *testing.B) {
 		defer unix.Munmap(dst)
 		memcpyLoop(b, dst, src)
 	})
-	b.Run("impl=device-mmap", func(b *testing.B) {
-		dir, _ := testutil.Mount(b, "trn2.48xlarge")
-		d, err := runtime.Host{Root: dir}.Open(0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer d.Close()
-		m, err := d.Alloc(size, runtime.AllocOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		dst, err := m.Map()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer unix.Munmap(dst)
-		memcpyLoop(b, dst, src)
-	})
+	b.Run("impl=device-mmap", func(b *testing.B) { benchMappedChunk(b, src, device.Backing{}) })
+	b.Run("impl=device-mmap-file", func(b *testing.B) { benchMappedChunk(b, src, fileBacking(b)) })
+}
+
+func benchMappedChunk(b *testing.B, src []byte, backing device.Backing) {
+	d, err := runtime.Host{Root: mountBacking(b, backing)}.Open(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	m, err := d.Alloc(uint64(len(src)), runtime.AllocOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst, err := m.Map()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Munmap(dst)
+	memcpyLoop(b, dst, src)
 }

@@ -37,18 +37,48 @@ done
 # Test binaries check the lock order themselves; daemons the tests start
 # from a built neuronfs check it too with this.
 export NEURONFS_LOCKCHECK=1
-# Once per FUSE transport (NEURONFS_FUSE_TRANSPORT, read by every mount and
-# daemon the tests make): go-fuse's classic loop, and FUSE over io_uring
-# where the kernel has it. NEURONFS_FUSE_TRANSPORTS overrides the list;
-# .ci/run asks for both, so a CI kernel without io_uring fails.
+# The suite runs in passes, each on one FUSE transport and one memory
+# backing (NEURONFS_FUSE_TRANSPORT and NEURONFS_MEMORY_BACKING, read by
+# every mount and daemon the tests make): go-fuse's classic loop and FUSE
+# over io_uring where the kernel has it; sparse files on XFS and memfds.
+# Pass i takes the i-th of each list, cycling the shorter one.
+# NEURONFS_FUSE_TRANSPORTS and NEURONFS_MEMORY_BACKINGS override the
+# lists; .ci/run asks for both transports, so a CI kernel without io_uring
+# fails.
 transports=${NEURONFS_FUSE_TRANSPORTS:-}
 if [ -z "$transports" ]; then
 	transports=classic
 	[ -e /sys/module/fuse/parameters/enable_uring ] && transports="classic uring"
 fi
-for transport in $transports; do
-	echo "== tests on the $transport FUSE transport"
-	NEURONFS_FUSE_TRANSPORT=$transport go test -race -count=1 ./...
+backings=${NEURONFS_MEMORY_BACKINGS:-file memfd}
+read -ra tlist <<<"$transports"
+read -ra blist <<<"$backings"
+passes=$(( ${#tlist[@]} > ${#blist[@]} ? ${#tlist[@]} : ${#blist[@]} ))
+
+. scripts/xfs.sh
+trap 'teardown_xfs; rm -rf "$tmp"' EXIT
+
+for ((i = 0; i < passes; i++)); do
+	transport=${tlist[i % ${#tlist[@]}]}
+	backing=${blist[i % ${#blist[@]}]}
+	case $backing in
+	memfd) backing_env=memfd ;;
+	file)
+		if ! setup_xfs; then
+			if [ "${NEURONFS_REQUIRE_FUSE:-}" = 1 ]; then exit 1; fi
+			echo "== skipping the file-backed pass" >&2
+			continue
+		fi
+		backing_env="file:$xfs"
+		;;
+	*)
+		echo "unknown memory backing $backing (want file or memfd)" >&2
+		exit 1
+		;;
+	esac
+	echo "== tests on the $transport FUSE transport, $backing memory backing"
+	NEURONFS_FUSE_TRANSPORT=$transport NEURONFS_MEMORY_BACKING=$backing_env NEURONFS_BIGFILE_DIR=$xfs \
+		go test -race -count=1 ./...
 done
 
 fuzztime=${NEURONFS_FUZZTIME:-15s}
