@@ -46,7 +46,12 @@ func cmdNsRun(args []string) int {
 		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		}
-		status := runForwardingSignals(cmd, 127)
+		status := 0
+		if wait, err := startForwardingSignals(cmd); err != nil {
+			status = reportStartFailure(fl.Arg(0), err)
+		} else {
+			status = wait()
+		}
 		abortOnExit(fsys, log)
 		return status
 	}
@@ -79,7 +84,8 @@ func cmdNsRun(args []string) int {
 	listener, err := receiveFD(ours)
 	ours.Close()
 	if err != nil {
-		log.WithError(err).Error("no seccomp listener from the command's launcher")
+		// The launcher failed before handing it over and said why.
+		log.WithError(err).Debug("no seccomp listener from the command's launcher")
 		return wait()
 	}
 	var nodes, fuseNodes []string
