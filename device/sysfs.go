@@ -15,6 +15,9 @@ type Attr struct {
 	Show    func() string
 	Store   func(data []byte) syscall.Errno
 	ReadErr syscall.Errno
+	// Size is what stat reports for a binary attribute (PCI config);
+	// 0 for a text attribute, which reports a page.
+	Size uint64
 }
 
 // Link is a sysfs symlink.

@@ -35,6 +35,9 @@ var (
 func (n *attrNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | n.attr.Mode
 	out.Size = sysfsAttrSize
+	if n.attr.Size != 0 {
+		out.Size = n.attr.Size
+	}
 	out.Blksize = sysfsBlksize
 	out.Nlink = 1
 	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)

@@ -33,6 +33,13 @@ const (
 	// DMIDir holds the firmware's DMI identity of the instance, which
 	// `run` shows at /sys/class/dmi/id.
 	DMIDir = "sys/devices/virtual/dmi/id"
+	// PCIRoot holds the PCI functions, at PCIRoot/pciDDDD:BB/DDDD:BB:SS.F
+	// (device.Device.PCIPath), as the kernel places a root bus's functions.
+	PCIRoot = "sys/devices"
+	// PCIBusDevicesDir links each function's address to its directory.
+	PCIBusDevicesDir = "sys/bus/pci/devices"
+	// PCIDriverDir is the driver's PCI driver directory.
+	PCIDriverDir = "sys/bus/pci/drivers/" + device.PCIDriverName
 	// ControlDir holds neuronfs's own files (fault injection), which no
 	// real host has.
 	ControlDir = "neuronfs"
@@ -305,6 +312,24 @@ func (f *FS) build(ctx context.Context) {
 		for _, l := range d.Links() {
 			f.addLink(ctx, base+"/"+l.Path, l.Target)
 		}
+	}
+	for _, d := range f.sys.Devices {
+		base := PCIRoot + "/" + d.PCIPath()
+		for _, a := range d.PCIAttributes() {
+			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+		}
+		for _, l := range d.PCILinks() {
+			f.addLink(ctx, base+"/"+l.Path, l.Target)
+		}
+	}
+	for _, l := range f.sys.PCIBusLinks() {
+		f.addLink(ctx, PCIBusDevicesDir+"/"+l.Path, l.Target)
+	}
+	for _, a := range f.sys.PCIDriverAttributes() {
+		f.add(ctx, PCIDriverDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+	}
+	for _, l := range f.sys.PCIDriverLinks() {
+		f.addLink(ctx, PCIDriverDir+"/"+l.Path, l.Target)
 	}
 	for _, a := range f.sys.ModuleAttributes() {
 		f.add(ctx, ModuleDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)

@@ -53,6 +53,9 @@ func buildView(sys *device.System, h hostFlags, chardev bool) (*fs.FS, error) {
 			return nil, err
 		}
 	}
+	if err := addPCIFunctions(sys); err != nil {
+		return nil, err
+	}
 	classSkip, virtualSkip := []string{"neuron_device"}, []string{"neuron_device"}
 	if chardev {
 		classSkip = append(classSkip, "dmi")
