@@ -44,3 +44,11 @@ func (f *ArchFacts) PCIBARs(index int) []PCIBAR {
 
 // RootBus is the sysfs directory of b's root bus, e.g. "pci0000:10".
 func (b BDF) RootBus() string { return fmt.Sprintf("pci%04x:%02x", b.Domain, b.Bus) }
+
+// PCI revisions that mark a simulated device: the hardware emulator and
+// QEMU. The driver switches to other implementations on them (and takes
+// no power samples).
+const (
+	RevisionEmulator = 240
+	RevisionQEMU     = 255
+)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +24,7 @@ func renderTop(cur topSample, prev *topSample) []string {
 		if k > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "neuron%d  %s  host memory %s%s\n", d.index, d.name, formatBytes(sum(d.hostMem)), categories(d.hostMem))
+		fmt.Fprintf(&b, "neuron%d  %s  power %s  host memory %s%s\n", d.index, d.name, formatPower(d.power), formatBytes(sum(d.hostMem)), categories(d.hostMem))
 		if d.err != nil {
 			fmt.Fprintf(&b, "  unreadable: %v\n", d.err)
 			continue
@@ -178,4 +179,24 @@ func topHeader(s topSample, interval time.Duration, live bool) string {
 		h += "  (q quits)"
 	}
 	return h
+}
+
+// formatPower renders stats/power/utilization
+// ("STATUS,epoch-seconds,min,max,avg", percentages): the last minute's
+// average with its range and the minute it ended, or what the status says
+// when there is no valid minute.
+func formatPower(attr string) string {
+	f := strings.Split(attr, ",")
+	if len(f) != 5 {
+		return "-"
+	}
+	status := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(f[0], "POWER_STATUS_"), "_", " "))
+	if status != "valid" {
+		return status
+	}
+	at := f[1]
+	if sec, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+		at = time.Unix(sec, 0).Format("15:04")
+	}
+	return fmt.Sprintf("%s%% (%s-%s%% to %s)", f[4], f[2], f[3], at)
 }
