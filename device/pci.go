@@ -162,6 +162,12 @@ func (s *System) PCIDriverLinks() []Link {
 	return out
 }
 
+// ModuleLinks returns /sys/module/neuron's links: the module's PCI
+// driver, as the kernel links every driver a module registers.
+func (s *System) ModuleLinks() []Link {
+	return []Link{{Path: "drivers/pci:" + PCIDriverName, Target: "../../../bus/pci/drivers/" + PCIDriverName}}
+}
+
 // PCIBusLinks returns /sys/bus/pci/devices's links to the functions.
 func (s *System) PCIBusLinks() []Link {
 	var out []Link

@@ -334,6 +334,9 @@ func (f *FS) build(ctx context.Context) {
 	for _, a := range f.sys.ModuleAttributes() {
 		f.add(ctx, ModuleDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}
+	for _, l := range f.sys.ModuleLinks() {
+		f.addLink(ctx, ModuleDir+"/"+l.Path, l.Target)
+	}
 	for _, a := range f.sys.DMIAttributes() {
 		f.add(ctx, DMIDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}

@@ -204,6 +204,13 @@ func pciClient() int {
 			return fail("%s: function directory %s, want %s", node, f.dir, want)
 		}
 	}
+	// The driver and its module link to each other.
+	if dir, err := filepath.EvalSymlinks("/sys/module/neuron/drivers/pci:neuron-driver"); err != nil || dir != "/sys/bus/pci/drivers/neuron-driver" {
+		return fail("the module's driver link resolves to %q (%v)", dir, err)
+	}
+	if dir, err := filepath.EvalSymlinks("/sys/bus/pci/drivers/neuron-driver/module"); err != nil || dir != "/sys/module/neuron" {
+		return fail("the driver's module link resolves to %q (%v)", dir, err)
+	}
 	// The class device stays a virtual device, as the driver creates it.
 	if dir, err := filepath.EvalSymlinks("/sys/class/neuron_device/neuron0"); err != nil || dir != "/sys/devices/virtual/neuron_device/neuron0" {
 		return fail("neuron0 is at %q (%v)", dir, err)
