@@ -14,8 +14,12 @@ import (
 const PCIDriverName = "neuron-driver"
 
 // pciConfigSize is the config space a sysfs reader sees: the 256 bytes of
-// a conventional header with no capability list.
-const pciConfigSize = 256
+// a conventional header with no capability list. Without CAP_SYS_ADMIN
+// the kernel shows only the standard header's first 64.
+const (
+	pciConfigSize         = 256
+	pciConfigUnprivileged = 64
+)
 
 // Resource flags the kernel prints in a function's resource file for a
 // 64-bit memory BAR (IORESOURCE_MEM | IORESOURCE_SIZEALIGN |
@@ -68,7 +72,7 @@ func (d *Device) PCIAttributes() []Attr {
 		{Path: "subsystem_device", Mode: 0o444, Show: hex16(id.subDevice)},
 		{Path: "class", Mode: 0o444, Show: text(fmt.Sprintf("0x%06x\n", id.class))},
 		{Path: "revision", Mode: 0o444, Show: text(fmt.Sprintf("0x%02x\n", id.revision))},
-		{Path: "config", Mode: 0o644, Size: pciConfigSize, Show: text(config)},
+		{Path: "config", Mode: 0o644, Size: pciConfigSize, UnprivilegedLen: pciConfigUnprivileged, Show: text(config)},
 		{Path: "resource", Mode: 0o444, Show: text(d.pciResource())},
 		{Path: "modalias", Mode: 0o444, Show: text(modalias + "\n")},
 		{Path: "uevent", Mode: 0o644, Show: text(uevent), Store: func([]byte) syscall.Errno { return 0 }},

@@ -18,6 +18,9 @@ type Attr struct {
 	// Size is what stat reports for a binary attribute (PCI config);
 	// 0 for a text attribute, which reports a page.
 	Size uint64
+	// UnprivilegedLen, if set, is how much of the content an opener
+	// without CAP_SYS_ADMIN reads (the PCI config's standard header).
+	UnprivilegedLen int
 }
 
 // Link is a sysfs symlink.

@@ -7,6 +7,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
 )
@@ -57,6 +58,10 @@ func (n *attrNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	h := &attrFile{attr: n.attr}
 	if acc != syscall.O_WRONLY && n.attr.Show != nil {
 		h.content = []byte(n.attr.Show())
+		// The kernel decides at open, from the opener's capabilities.
+		if l := n.attr.UnprivilegedLen; l > 0 && len(h.content) > l && !openerIsAdmin(ctx) {
+			h.content = h.content[:l]
+		}
 	}
 	return h, fuse.FOPEN_DIRECT_IO, 0
 }
@@ -132,4 +137,11 @@ func (n *linkNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 	out.Nlink = 1
 	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)
 	return 0
+}
+
+// openerIsAdmin reports whether the task behind a FUSE request has
+// CAP_SYS_ADMIN.
+func openerIsAdmin(ctx context.Context) bool {
+	c, ok := fuse.FromContext(ctx)
+	return ok && hasCap(int32(c.Pid), unix.CAP_SYS_ADMIN)
 }
