@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,7 +56,7 @@ func addPCIFunctions(sys *device.System) error {
 		}
 	}
 	for _, root := range roots {
-		if contains(newRoots, root) {
+		if slices.Contains(newRoots, root) {
 			continue
 		}
 		dir, err := ns.Overlay(filepath.Join("/sys/devices", root), funcs[root]...)
@@ -82,13 +83,4 @@ func addPCIFunctions(sys *device.System) error {
 		return err
 	}
 	return drivers.BindDir(filepath.Join(stagingMount, fs.PCIDriverDir), device.PCIDriverName)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
