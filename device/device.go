@@ -56,10 +56,16 @@ type Device struct {
 	dma          dmaState
 	mmio         mmioState
 	exec         [maxCoreSlots]chip.Doorbell // each with its own lock (rank Exec)
+
+	// The power/ directories of the class device and of the PCI function.
+	classPM, pciPM *runtimePM
+	power          powerState // utilisation samples (power.go)
 }
 
 func newDevice(s *System, index int) (*Device, error) {
-	d := &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index)}
+	d := &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index),
+		classPM: classDevicePM(), pciPM: pciFunctionPM()}
+	d.power.init()
 	for i := range d.cinit {
 		d.cinit[i] = cinitInvalid
 	}

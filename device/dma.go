@@ -64,6 +64,7 @@ func (d *Device) initDMA() error {
 	opts := dma.Options{
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
 		Fault:              d.sys.dmaFault,
+		OnTransfer:         d.power.addBytes,
 		OnError: func(eng, qid int, status uint32) {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
 			d.reportDMAAbort(eng, qid, status)

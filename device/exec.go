@@ -57,8 +57,11 @@ func (d *Device) runInference(nc int) {
 	}
 	notific.EmitInfer(dhal.RecordEnd)
 	d.metrics.Add(nc, "other_info/inference_count", 1)
-	// The core was busy for the run: utilisation tools read this.
-	d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(time.Since(started).Microseconds(), 1)))
+	// The core was busy for the run: utilisation tools read this, and
+	// the firmware's power model counts it.
+	busy := time.Since(started)
+	d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
+	d.power.addBusy(busy / time.Duration(d.sys.Arch.CoresPerDevice)) // one core of many
 }
 
 // runHalt stops core nc's idle program.

@@ -33,13 +33,16 @@ type Faults struct {
 	// FWIOFail: the firmware answers every mailbox request with a
 	// failure (READ_HW_COUNTERS, POST_METRIC, POWER_PROFILE answer -1).
 	FWIOFail atomic.Bool
+	// PowerInvalid: the firmware publishes power samples beyond 100%,
+	// which the driver drops, so every minute rolls up as NO_DATA.
+	PowerInvalid atomic.Bool
 }
 
 // faultSwitches names the on/off faults for parsing and printing.
 func (f *Faults) switches() map[string]*atomic.Bool {
 	return map[string]*atomic.Bool{
 		"reset-fail": &f.ResetFail, "dma-abort": &f.DMAAbort, "dma-stall": &f.DMAStall,
-		"alloc-fail": &f.AllocFail, "fwio-fail": &f.FWIOFail,
+		"alloc-fail": &f.AllocFail, "fwio-fail": &f.FWIOFail, "power-invalid": &f.PowerInvalid,
 	}
 }
 

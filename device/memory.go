@@ -317,6 +317,7 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	} else {
 		n, _ = r.Mem.WriteAt(mem, buf)
 	}
+	d.power.addBytes(uint64(n))
 	if uint64(n) == size {
 		return 0
 	}
@@ -378,6 +379,7 @@ func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk,
 	}
 	defer doneTo()
 	copy(to, from)
+	d.power.addBytes(size)
 	return 0
 }
 
@@ -405,6 +407,7 @@ func fillChunk(r *Request, h, off, size uint64, value uint32) Result {
 		return Errno(syscall.EPERM) // the DMA failed
 	}
 	fill(mem, byte(value))
+	d.power.addBytes(size)
 	return 0
 }
 

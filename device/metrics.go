@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/mmio"
@@ -186,8 +185,7 @@ func (d *Device) metricAttributes() []Attr {
 		out = append(out, d.memCounterAttrs("stats/memory_usage/host_mem/"+cat.SysfsName(), -1, cat)...)
 	}
 	// ECC counts come from the firmware's registers (raised by fault
-	// injection); no power sample is ever taken.
-	started := time.Now().Unix()
+	// injection), power from the firmware's samples (power.go).
 	out = append(out,
 		Attr{Path: "stats/hardware/sram_ecc_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
 			v, _ := d.mmio.fw.Read32(mmio.RegECCSRAM)
@@ -199,9 +197,7 @@ func (d *Device) metricAttributes() []Attr {
 		Attr{Path: "stats/hardware/mem_ecc_repairable_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
 			return fmt.Sprintf("%d\n", d.hbmErrorCount(true))
 		}},
-		Attr{Path: "stats/power/utilization", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
-			return fmt.Sprintf("POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", started)
-		}},
+		Attr{Path: "stats/power/utilization", Mode: modeMetricAttr, Store: ignoreWrite, Show: d.showPower},
 	)
 	return out
 }

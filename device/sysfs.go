@@ -7,12 +7,20 @@ import (
 )
 
 // Attr is one sysfs attribute file. Show renders the whole file; Store, if
-// set, takes a write.
+// set, takes a write. A file whose show fails in the kernel has ReadErr
+// (the open succeeds, every read fails with it).
 type Attr struct {
-	Path  string // relative to its directory, e.g. "info/serial_number"
-	Mode  uint32
-	Show  func() string
-	Store func(data []byte) syscall.Errno
+	Path    string // relative to its directory, e.g. "info/serial_number"
+	Mode    uint32
+	Show    func() string
+	Store   func(data []byte) syscall.Errno
+	ReadErr syscall.Errno
+	// Size is what stat reports for a binary attribute (PCI config);
+	// 0 for a text attribute, which reports a page.
+	Size uint64
+	// UnprivilegedLen, if set, is how much of the content an opener
+	// without CAP_SYS_ADMIN reads (the PCI config's standard header).
+	UnprivilegedLen int
 }
 
 // Link is a sysfs symlink.
@@ -103,6 +111,7 @@ func (d *Device) Attributes() []Attr {
 		}
 		attrs = append(attrs, Attr{Path: fmt.Sprintf("neuron_core%d/info/architecture/arch_type", c), Mode: modeMetricAttr, Show: text(p.NCArchType + "\n"), Store: ignoreWrite})
 	}
+	attrs = append(attrs, d.classPM.attributes("power")...)
 	return append(attrs, d.metricAttributes()...)
 }
 

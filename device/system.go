@@ -103,6 +103,7 @@ type System struct {
 	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
 
 	stopSweep, sweepDone chan struct{} // the semaphore-window sweeper
+	stopPower, powerDone chan struct{} // the power sampler (power.go)
 	epoch                time.Time     // zero of the chips' notification clocks
 	inferenceStart       int           // -1: any semaphore
 	execLatency          time.Duration
@@ -200,6 +201,15 @@ func NewSystem(cfg Config) (*System, error) {
 		d.waitFatalLocked(context.Background(), func() bool { return false }, func() bool { return d.state != StateReset })
 		d.mu.Unlock()
 	}
+	// The driver's first power sample follows the probe at once: it rolls
+	// up an empty minute, stamped with the load time.
+	s.powerTick(time.Now(), powerPeriod)
+	s.stopPower = make(chan struct{})
+	s.powerDone = make(chan struct{})
+	go func() {
+		defer close(s.powerDone)
+		s.powerSampler(s.stopPower)
+	}()
 	return s, nil
 }
 
@@ -222,6 +232,7 @@ func (s *System) Close() {
 		close(s.stopSweep)
 		<-s.sweepDone
 	}
+	s.stopPowerSampler()
 	if s.pod != nil {
 		s.pod.Close()
 	}

@@ -299,3 +299,29 @@ func TestProgramRegions(t *testing.T) {
 		}
 	}
 }
+
+// Every device's BARs lie in windows of their own: BAR0 the register
+// block DEVICE_INFO sizes, BAR4 every HBM channel, none overlapping.
+func TestPCIBARs(t *testing.T) {
+	for _, a := range []Arch{V2, V3, V4} {
+		f := mustFacts(t, a)
+		var spans []Range
+		for dev := 0; dev < MaxDevicesFor(a); dev++ {
+			bars := f.PCIBARs(dev)
+			if len(bars) != 2 || bars[0].Index != 0 || bars[0].Size != f.BAR0Size || bars[1].Index != 4 || bars[1].Size < f.HBMSize*uint64(f.HBMChannels) {
+				t.Fatalf("%v device %d: BARs %+v", a, dev, bars)
+			}
+			for _, b := range bars {
+				if b.Base%b.Size != 0 {
+					t.Errorf("%v device %d: BAR%d %#x not aligned to its size %#x", a, dev, b.Index, b.Base, b.Size)
+				}
+				for _, s := range spans {
+					if b.Base < s.Base+s.Size && s.Base < b.Base+b.Size {
+						t.Errorf("%v device %d: BAR%d %#x overlaps %+v", a, dev, b.Index, b.Base, s)
+					}
+				}
+				spans = append(spans, Range{b.Base, b.Size})
+			}
+		}
+	}
+}

@@ -120,6 +120,9 @@ type Options struct {
 	// Fault, if set, is consulted before each transfer: stall keeps the
 	// queue from moving, a non-zero abort stops it with those status bits.
 	Fault func() (stall bool, abort uint32)
+	// OnTransfer, if set, is told the size of every completed transfer
+	// (with the engine's lock held: it must only count).
+	OnTransfer func(n uint64)
 }
 
 // Engine is one UDMA engine.

@@ -234,6 +234,9 @@ func (e *Engine) transfer(src, dst, n uint64) uint32 {
 		return StatusWriteError
 	}
 	copy(to, from)
+	if e.opts.OnTransfer != nil {
+		e.opts.OnTransfer(n)
+	}
 	return 0
 }
 

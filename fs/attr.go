@@ -7,12 +7,17 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
 )
 
-// sysfsAttrSize is what stat reports for every sysfs attribute.
-const sysfsAttrSize = 4096
+// sysfsAttrSize is what stat reports for every sysfs attribute, and
+// sysfsBlksize the block size of every sysfs inode (which has no blocks).
+const (
+	sysfsAttrSize = 4096
+	sysfsBlksize  = 4096
+)
 
 // attrNode is one sysfs attribute: the content is rendered at open, like
 // sysfs renders it on the first read of an open file.
@@ -31,6 +36,10 @@ var (
 func (n *attrNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFREG | n.attr.Mode
 	out.Size = sysfsAttrSize
+	if n.attr.Size != 0 {
+		out.Size = n.attr.Size
+	}
+	out.Blksize = sysfsBlksize
 	out.Nlink = 1
 	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)
 	return 0
@@ -47,8 +56,12 @@ func (n *attrNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return nil, 0, syscall.EACCES
 	}
 	h := &attrFile{attr: n.attr}
-	if acc != syscall.O_WRONLY {
+	if acc != syscall.O_WRONLY && n.attr.Show != nil {
 		h.content = []byte(n.attr.Show())
+		// The kernel decides at open, from the opener's capabilities.
+		if l := n.attr.UnprivilegedLen; l > 0 && len(h.content) > l && !openerIsAdmin(ctx) {
+			h.content = h.content[:l]
+		}
 	}
 	return h, fuse.FOPEN_DIRECT_IO, 0
 }
@@ -64,6 +77,9 @@ var (
 )
 
 func (f *attrFile) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if f.attr.ReadErr != 0 {
+		return nil, f.attr.ReadErr
+	}
 	if off >= int64(len(f.content)) {
 		return fuse.ReadResultData(nil), 0
 	}
@@ -94,7 +110,38 @@ var _ gofs.NodeGetattrer = (*dirNode)(nil)
 
 func (n *dirNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = syscall.S_IFDIR | 0o755
+	out.Blksize = sysfsBlksize
 	out.Nlink = 2
 	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)
 	return 0
+}
+
+// linkNode is a sysfs symlink: mode 0777, one link, size 0, stamped like
+// the rest of the tree.
+type linkNode struct {
+	gofs.Inode
+	target []byte
+	mtime  time.Time
+}
+
+var (
+	_ gofs.NodeReadlinker = (*linkNode)(nil)
+	_ gofs.NodeGetattrer  = (*linkNode)(nil)
+)
+
+func (n *linkNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) { return n.target, 0 }
+
+func (n *linkNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFLNK | 0o777
+	out.Blksize = sysfsBlksize
+	out.Nlink = 1
+	out.SetTimes(&n.mtime, &n.mtime, &n.mtime)
+	return 0
+}
+
+// openerIsAdmin reports whether the task behind a FUSE request has
+// CAP_SYS_ADMIN.
+func openerIsAdmin(ctx context.Context) bool {
+	c, ok := fuse.FromContext(ctx)
+	return ok && hasCap(int32(c.Pid), unix.CAP_SYS_ADMIN)
 }

@@ -1,6 +1,7 @@
 package fs_test
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/neuronfs/neuronfs/internal/testutil"
@@ -47,7 +49,15 @@ $`)},
 		"stats/hardware/sram_ecc_uncorrected":           {0o644, counter},
 		"stats/hardware/mem_ecc_uncorrected":            {0o644, counter},
 		"stats/hardware/mem_ecc_repairable_uncorrected": {0o644, counter},
-		"stats/power/utilization":                       {0o644, regexp.MustCompile(`^POWER_STATUS_(VALID|NO_DATA|INVALID),[0-9]+,[0-9]+\.[0-9]{2},[0-9]+\.[0-9]{2},[0-9]+\.[0-9]{2}\n$`)},
+		// The runtime-PM files the kernel gives every device; a class
+		// device without a driver's runtime PM has no autosuspend delay
+		// (its reads fail, format nil).
+		"power/autosuspend_delay_ms":   {0o644, nil},
+		"power/control":                {0o644, regexp.MustCompile(`^auto\n$`)},
+		"power/runtime_active_time":    {0o444, regexp.MustCompile(`^0\n$`)},
+		"power/runtime_status":         {0o444, regexp.MustCompile(`^unsupported\n$`)},
+		"power/runtime_suspended_time": {0o444, regexp.MustCompile(`^0\n$`)},
+		"stats/power/utilization":      {0o644, regexp.MustCompile(`^POWER_STATUS_(VALID|NO_DATA|INVALID),[0-9]+,[0-9]+\.[0-9]{2},[0-9]+\.[0-9]{2},[0-9]+\.[0-9]{2}\n$`)},
 	}
 	add := func(dir string, leaves ...string) {
 		for _, l := range leaves {
@@ -115,6 +125,12 @@ func TestSysfsTreeComplete(t *testing.T) {
 					t.Errorf("%s: mode %v, want %v", rel, info.Mode().Perm(), w.mode)
 				}
 				b, err := os.ReadFile(p)
+				if w.format == nil {
+					if !errors.Is(err, syscall.EIO) {
+						t.Errorf("%s: read %q, %v; want EIO", rel, b, err)
+					}
+					return nil
+				}
 				if err != nil {
 					t.Errorf("%s: %v", rel, err)
 					return nil

@@ -30,6 +30,16 @@ const (
 	ClassDir   = "sys/class/neuron_device"
 	DevicesDir = "sys/devices/virtual/neuron_device"
 	ModuleDir  = "sys/module/neuron"
+	// DMIDir holds the firmware's DMI identity of the instance, which
+	// `run` shows at /sys/class/dmi/id.
+	DMIDir = "sys/devices/virtual/dmi/id"
+	// PCIRoot holds the PCI functions, at PCIRoot/pciDDDD:BB/DDDD:BB:SS.F
+	// (device.Device.PCIPath), as the kernel places a root bus's functions.
+	PCIRoot = "sys/devices"
+	// PCIBusDevicesDir links each function's address to its directory.
+	PCIBusDevicesDir = "sys/bus/pci/devices"
+	// PCIDriverDir is the driver's PCI driver directory.
+	PCIDriverDir = "sys/bus/pci/drivers/" + device.PCIDriverName
 	// ControlDir holds neuronfs's own files (fault injection), which no
 	// real host has.
 	ControlDir = "neuronfs"
@@ -302,10 +312,33 @@ func (f *FS) build(ctx context.Context) {
 		for _, l := range d.Links() {
 			f.addLink(ctx, base+"/"+l.Path, l.Target)
 		}
-		f.dir(ctx, base+"/power")
+	}
+	for _, d := range f.sys.Devices {
+		base := PCIRoot + "/" + d.PCIPath()
+		for _, a := range d.PCIAttributes() {
+			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+		}
+		for _, l := range d.PCILinks() {
+			f.addLink(ctx, base+"/"+l.Path, l.Target)
+		}
+	}
+	for _, l := range f.sys.PCIBusLinks() {
+		f.addLink(ctx, PCIBusDevicesDir+"/"+l.Path, l.Target)
+	}
+	for _, a := range f.sys.PCIDriverAttributes() {
+		f.add(ctx, PCIDriverDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+	}
+	for _, l := range f.sys.PCIDriverLinks() {
+		f.addLink(ctx, PCIDriverDir+"/"+l.Path, l.Target)
 	}
 	for _, a := range f.sys.ModuleAttributes() {
 		f.add(ctx, ModuleDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+	}
+	for _, l := range f.sys.ModuleLinks() {
+		f.addLink(ctx, ModuleDir+"/"+l.Path, l.Target)
+	}
+	for _, a := range f.sys.DMIAttributes() {
+		f.add(ctx, DMIDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}
 	for _, a := range f.sys.ControlAttributes() {
 		f.add(ctx, ControlDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
@@ -334,5 +367,5 @@ func (f *FS) add(ctx context.Context, path string, node gofs.InodeEmbedder, mode
 }
 
 func (f *FS) addLink(ctx context.Context, path, target string) {
-	f.add(ctx, path, &gofs.MemSymlink{Data: []byte(target)}, syscall.S_IFLNK)
+	f.add(ctx, path, &linkNode{target: []byte(target), mtime: f.mounted}, syscall.S_IFLNK)
 }

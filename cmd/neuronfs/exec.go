@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	goruntime "runtime"
@@ -25,11 +26,6 @@ func cmdExec(args []string) int {
 	gid := fl.Int("gid", os.Getgid(), "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
-	}
-	path, err := exec.LookPath(fl.Arg(0))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-		return 127
 	}
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
@@ -59,7 +55,20 @@ func cmdExec(args []string) int {
 			return 126
 		}
 	}
-	err = syscall.Exec(path, fl.Args(), os.Environ())
-	fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-	return 126
+	// CMD is looked up as the user who runs it, after the listener is
+	// handed over: a CMD that does not exist or cannot be executed is then
+	// the user's mistake, reported here alone, not a failed start.
+	path, err := exec.LookPath(fl.Arg(0))
+	if err == nil {
+		err = syscall.Exec(path, fl.Args(), os.Environ())
+		err = &fs.PathError{Op: "exec", Path: path, Err: err}
+	}
+	return reportStartFailure(fl.Arg(0), err)
+}
+
+// reportStartFailure prints why CMD did not start and returns the status.
+func reportStartFailure(name string, err error) int {
+	msg, status := startFailure(name, err)
+	fmt.Fprintln(os.Stderr, "neuronfs run:", msg)
+	return status
 }

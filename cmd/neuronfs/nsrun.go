@@ -46,14 +46,13 @@ func cmdNsRun(args []string) int {
 		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		}
-		wait, err := startForwardingSignals(cmd)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-			abortOnExit(fsys, log)
-			return 127
+		status := 0
+		if wait, err := startForwardingSignals(cmd); err != nil {
+			status = reportStartFailure(fl.Arg(0), err)
+		} else {
+			lowerOOMScore(log) // after the fork: CMD keeps its own score
+			status = wait()
 		}
-		lowerOOMScore(log) // after the fork: CMD keeps its own score
-		status := wait()
 		abortOnExit(fsys, log)
 		return status
 	}
@@ -87,7 +86,8 @@ func cmdNsRun(args []string) int {
 	listener, err := receiveFD(ours)
 	ours.Close()
 	if err != nil {
-		log.WithError(err).Error("no seccomp listener from the command's launcher")
+		// The launcher failed before handing it over and said why.
+		log.WithError(err).Debug("no seccomp listener from the command's launcher")
 		return wait()
 	}
 	var nodes, fuseNodes []string

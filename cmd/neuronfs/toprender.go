@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,7 +26,7 @@ func renderTop(cur topSample, prev *topSample) []string {
 		if k > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "neuron%d  %s  host memory %s%s%s\n", d.index, d.name, formatBytes(sum(d.hostMem)), categories(d.hostMem), heldNote(d.held))
+		fmt.Fprintf(&b, "neuron%d  %s  power %s  host memory %s%s%s\n", d.index, d.name, formatPower(d.power), formatBytes(sum(d.hostMem)), categories(d.hostMem), heldNote(d.held))
 		if d.err != nil {
 			fmt.Fprintf(&b, "  unreadable: %v\n", d.err)
 			continue
@@ -189,4 +190,24 @@ func heldNote(m *runtime.DeviceMemory) string {
 		return ""
 	}
 	return fmt.Sprintf("  (emulator holds %s of %s)", formatBytes(m.Held), formatBytes(m.Declared))
+}
+
+// formatPower renders stats/power/utilization
+// ("STATUS,epoch-seconds,min,max,avg", percentages): the last minute's
+// average with its range and the minute it ended, or what the status says
+// when there is no valid minute.
+func formatPower(attr string) string {
+	f := strings.Split(attr, ",")
+	if len(f) != 5 {
+		return "-"
+	}
+	status := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(f[0], "POWER_STATUS_"), "_", " "))
+	if status != "valid" {
+		return status
+	}
+	at := f[1]
+	if sec, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+		at = time.Unix(sec, 0).Format("15:04")
+	}
+	return fmt.Sprintf("%s%% (%s-%s%% to %s)", f[4], f[2], f[3], at)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +37,20 @@ func TestTopRates(t *testing.T) {
 	}
 	if r := row(renderTop(prev, nil)); r[1] != "-" || r[2] != "-" {
 		t.Fatalf("first sample: %v, want no rates", r)
+	}
+}
+
+// The power column shows the last valid minute, or the status.
+func TestTopPower(t *testing.T) {
+	at := time.Date(2026, 12, 1, 7, 41, 0, 0, time.Local)
+	for attr, want := range map[string]string{
+		fmt.Sprintf("POWER_STATUS_VALID,%d,10.00,30.00,20.00", at.Unix()): "power 20.00% (10.00-30.00% to 07:41)",
+		"POWER_STATUS_NO_DATA,1800000000,0.00,0.00,0.00":                  "power no data",
+		"": "power -",
+	} {
+		s := topSample{at: at, devices: []topDevice{{index: 0, name: "Trainium2", power: attr}}}
+		if line := renderTop(s, nil)[0]; !strings.Contains(line, "  "+want+"  ") {
+			t.Errorf("%q: %q, want %q", attr, line, want)
+		}
 	}
 }

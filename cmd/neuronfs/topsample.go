@@ -22,6 +22,7 @@ type topDevice struct {
 	index   int
 	name    string            // info/architecture/device_name
 	hostMem map[string]uint64 // stats/memory_usage/host_mem/<category>/total
+	power   string            // stats/power/utilization
 	cores   []topCore
 	err     error // the device could not be read
 	// held is what an emulator's backing holds of the device (nil on a
@@ -71,6 +72,7 @@ func sampleDevice(h runtime.Host, i int) topDevice {
 	d := topDevice{index: i}
 	d.name, _ = h.SysfsDevice(i, "info/architecture/device_name")
 	d.hostMem = counterDir(h, i, "stats/memory_usage/host_mem")
+	d.power, _ = h.SysfsDevice(i, "stats/power/utilization")
 	cores, err := h.Cores(i)
 	if err != nil {
 		d.err = err

@@ -53,6 +53,9 @@ func buildView(sys *device.System, h hostFlags, chardev bool) (*fs.FS, error) {
 			return nil, err
 		}
 	}
+	if err := addPCIFunctions(sys); err != nil {
+		return nil, err
+	}
 	classSkip, virtualSkip := []string{"neuron_device"}, []string{"neuron_device"}
 	if chardev {
 		classSkip = append(classSkip, "dmi")
@@ -109,14 +112,8 @@ func addCharacterDeviceFacts(sys *device.System, scratch, class, virtual *ns.Dir
 			return err
 		}
 	}
-	for name, v := range dmiFiles(sys.Instance.Name) {
-		mode := os.FileMode(0o444)
-		if strings.HasSuffix(name, "_uuid") || strings.HasSuffix(name, "_serial") {
-			mode = 0o400
-		}
-		if err := virtual.WriteFile("dmi/id/"+name, []byte(v+"\n"), mode); err != nil {
-			return err
-		}
+	if err := virtual.BindDir(filepath.Join(stagingMount, fs.DMIDir), "dmi/id"); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Join(class.Path, "dmi"), 0o755); err != nil {
 		return err
@@ -153,23 +150,4 @@ func firstOr(f []string, def string) string {
 		return def
 	}
 	return f[0]
-}
-
-// dmiFiles are the dmi/id attributes programs read, as an EC2 Nitro
-// instance shows them.
-func dmiFiles(instance string) map[string]string {
-	return map[string]string{
-		"product_name":      instance,
-		"sys_vendor":        "Amazon EC2",
-		"board_vendor":      "Amazon EC2",
-		"bios_vendor":       "Amazon EC2",
-		"chassis_vendor":    "Amazon EC2",
-		"bios_version":      "1.0",
-		"bios_date":         "10/16/2017",
-		"chassis_type":      "1",
-		"chassis_asset_tag": "Amazon EC2",
-		"product_version":   "",
-		"product_uuid":      "ec2a7f3c-5e0b-4c1d-9a3e-2f6b8d1c0e47",
-		"product_serial":    "ec2a7f3c-5e0b-4c1d-9a3e-2f6b8d1c0e47",
-	}
 }

@@ -82,7 +82,7 @@ func (d *Dir) bindBack(src, name string) error {
 // BindDir makes name inside d a recursive bind of src.
 func (d *Dir) BindDir(src, name string) error {
 	dst := filepath.Join(d.Path, name)
-	if err := os.Mkdir(dst, 0o755); err != nil && !os.IsExist(err) {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return fmt.Errorf("ns: mkdir %s: %w", dst, err)
 	}
 	return bind(src, dst, true)

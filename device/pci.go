@@ -1,0 +1,182 @@
+package device
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/neuronfs/neuronfs/dhal"
+)
+
+// PCIDriverName is the name the driver registers its PCI driver under
+// (/sys/bus/pci/drivers/<name>, DRIVER= in the functions' uevent).
+const PCIDriverName = "neuron-driver"
+
+// pciConfigSize is the config space a sysfs reader sees: the 256 bytes of
+// a conventional header with no capability list. Without CAP_SYS_ADMIN
+// the kernel shows only the standard header's first 64.
+const (
+	pciConfigSize         = 256
+	pciConfigUnprivileged = 64
+)
+
+// Resource flags the kernel prints in a function's resource file for a
+// 64-bit memory BAR (IORESOURCE_MEM | IORESOURCE_SIZEALIGN |
+// IORESOURCE_MEM_64, plus the BAR's own type bits), and the prefetch bits.
+const (
+	resourceMem64    = 0x140204
+	resourcePrefetch = 0x2008
+)
+
+// pciResourceLines is the number of lines of resource: six BARs and the
+// expansion ROM.
+const pciResourceLines = 7
+
+// PCISlot returns the device's PCI address, e.g. "0000:cc:00.0".
+func (d *Device) PCISlot() string { return d.sys.Instance.BDFs[d.Index].String() }
+
+// PCIPath returns the function's directory under /sys/devices, e.g.
+// "pci0000:cc/0000:cc:00.0".
+func (d *Device) PCIPath() string {
+	b := d.sys.Instance.BDFs[d.Index]
+	return b.RootBus() + "/" + b.String()
+}
+
+// pciIdentity is what lspci and udev read of a function.
+type pciIdentity struct {
+	vendor, device, subVendor, subDevice uint16
+	class                                uint32
+	revision                             uint8
+}
+
+func (d *Device) pciIdentity() pciIdentity {
+	p := d.sys.Instance.Product
+	return pciIdentity{p.PCIVendor, p.PCIDevice, dhal.PCISubsystemVendor, dhal.PCISubsystemDevice, dhal.PCIClass, uint8(d.sys.Revision)}
+}
+
+// PCIAttributes returns the files of the function's directory.
+func (d *Device) PCIAttributes() []Attr {
+	id := d.pciIdentity()
+	text := func(v string) func() string { return func() string { return v } }
+	hex16 := func(v uint16) func() string { return text(fmt.Sprintf("0x%04x\n", v)) }
+	modalias := fmt.Sprintf("pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X",
+		id.vendor, id.device, id.subVendor, id.subDevice, id.class>>16, id.class>>8&0xff, id.class&0xff)
+	uevent := fmt.Sprintf("DRIVER=%s\nPCI_CLASS=%X\nPCI_ID=%04X:%04X\nPCI_SUBSYS_ID=%04X:%04X\nPCI_SLOT_NAME=%s\nMODALIAS=%s\n",
+		PCIDriverName, id.class, id.vendor, id.device, id.subVendor, id.subDevice, d.PCISlot(), modalias)
+	config := string(d.pciConfig(id))
+	attrs := []Attr{
+		{Path: "vendor", Mode: 0o444, Show: hex16(id.vendor)},
+		{Path: "device", Mode: 0o444, Show: hex16(id.device)},
+		{Path: "subsystem_vendor", Mode: 0o444, Show: hex16(id.subVendor)},
+		{Path: "subsystem_device", Mode: 0o444, Show: hex16(id.subDevice)},
+		{Path: "class", Mode: 0o444, Show: text(fmt.Sprintf("0x%06x\n", id.class))},
+		{Path: "revision", Mode: 0o444, Show: text(fmt.Sprintf("0x%02x\n", id.revision))},
+		{Path: "config", Mode: 0o644, Size: pciConfigSize, UnprivilegedLen: pciConfigUnprivileged, Show: text(config)},
+		{Path: "resource", Mode: 0o444, Show: text(d.pciResource())},
+		{Path: "modalias", Mode: 0o444, Show: text(modalias + "\n")},
+		{Path: "uevent", Mode: 0o644, Show: text(uevent), Store: func([]byte) syscall.Errno { return 0 }},
+		{Path: "irq", Mode: 0o444, Show: text("0\n")},
+		{Path: "enable", Mode: 0o644, Show: text("1\n")},
+		{Path: "numa_node", Mode: 0o644, Show: text("-1\n")},
+		{Path: "local_cpus", Mode: 0o444, Show: func() string { return hostCPUs().mask() + "\n" }},
+		{Path: "local_cpulist", Mode: 0o444, Show: func() string { return hostCPUs().list + "\n" }},
+		{Path: "power_state", Mode: 0o444, Show: text("D0\n")},
+		{Path: "dma_mask_bits", Mode: 0o444, Show: text("64\n")},
+		{Path: "consistent_dma_mask_bits", Mode: 0o444, Show: text("64\n")},
+		{Path: "broken_parity_status", Mode: 0o644, Show: text("0\n")},
+		{Path: "msi_bus", Mode: 0o644, Show: text("1\n")},
+		{Path: "d3cold_allowed", Mode: 0o644, Show: text("1\n")},
+		{Path: "driver_override", Mode: 0o644, Show: text("(null)\n")},
+		{Path: "ari_enabled", Mode: 0o444, Show: text("0\n")},
+	}
+	return append(attrs, d.pciPM.attributes("power")...)
+}
+
+// PCILinks returns the function directory's symlinks.
+func (d *Device) PCILinks() []Link {
+	return []Link{
+		{Path: "driver", Target: "../../../bus/pci/drivers/" + PCIDriverName},
+		{Path: "subsystem", Target: "../../../bus/pci"},
+	}
+}
+
+// pciConfig lays out the function's config header (little endian): ids,
+// command (memory space and bus master on, as after the driver's probe),
+// revision and class, header type 0, the 64-bit BARs, the subsystem ids;
+// no capabilities, no interrupt pin.
+func (d *Device) pciConfig(id pciIdentity) []byte {
+	c := make([]byte, pciConfigSize)
+	le := binary.LittleEndian
+	le.PutUint16(c[0x00:], id.vendor)
+	le.PutUint16(c[0x02:], id.device)
+	le.PutUint16(c[0x04:], 0x0006)
+	le.PutUint32(c[0x08:], id.class<<8|uint32(id.revision))
+	for _, b := range d.sys.Arch.PCIBARs(d.Index) {
+		low := uint32(b.Base&0xfffffff0) | 0x4
+		if b.Prefetchable {
+			low |= 0x8
+		}
+		le.PutUint32(c[0x10+4*b.Index:], low)
+		le.PutUint32(c[0x14+4*b.Index:], uint32(b.Base>>32))
+	}
+	le.PutUint16(c[0x2c:], id.subVendor)
+	le.PutUint16(c[0x2e:], id.subDevice)
+	return c
+}
+
+// pciResource renders the resource file: start, end and flags of each
+// BAR slot and the ROM, zeros where there is none (the upper half of a
+// 64-bit BAR included).
+func (d *Device) pciResource() string {
+	var lines [pciResourceLines][3]uint64
+	for _, b := range d.sys.Arch.PCIBARs(d.Index) {
+		flags := uint64(resourceMem64)
+		if b.Prefetchable {
+			flags |= resourcePrefetch
+		}
+		lines[b.Index] = [3]uint64{b.Base, b.Base + b.Size - 1, flags}
+	}
+	var sb strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&sb, "0x%016x 0x%016x 0x%016x\n", l[0], l[1], l[2])
+	}
+	return sb.String()
+}
+
+// PCIDriverAttributes returns the files of the PCI driver's directory:
+// the control files of every PCI driver. The emulated functions stay
+// bound: binding, unbinding and id changes are refused.
+func (s *System) PCIDriverAttributes() []Attr {
+	refuse := func([]byte) syscall.Errno { return syscall.EPERM }
+	attrs := []Attr{{Path: "uevent", Mode: 0o200, Store: func([]byte) syscall.Errno { return 0 }}}
+	for _, name := range []string{"bind", "unbind", "new_id", "remove_id"} {
+		attrs = append(attrs, Attr{Path: name, Mode: 0o200, Store: refuse})
+	}
+	return attrs
+}
+
+// PCIDriverLinks returns the driver directory's links: each bound
+// function, and the module.
+func (s *System) PCIDriverLinks() []Link {
+	out := []Link{{Path: "module", Target: "../../../../module/neuron"}}
+	for _, d := range s.Devices {
+		out = append(out, Link{Path: d.PCISlot(), Target: "../../../../devices/" + d.PCIPath()})
+	}
+	return out
+}
+
+// ModuleLinks returns /sys/module/neuron's links: the module's PCI
+// driver, as the kernel links every driver a module registers.
+func (s *System) ModuleLinks() []Link {
+	return []Link{{Path: "drivers/pci:" + PCIDriverName, Target: "../../../bus/pci/drivers/" + PCIDriverName}}
+}
+
+// PCIBusLinks returns /sys/bus/pci/devices's links to the functions.
+func (s *System) PCIBusLinks() []Link {
+	var out []Link
+	for _, d := range s.Devices {
+		out = append(out, Link{Path: d.PCISlot(), Target: "../../../devices/" + d.PCIPath()})
+	}
+	return out
+}

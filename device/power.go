@@ -1,0 +1,190 @@
+package device
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/mmio"
+)
+
+// Power utilisation, in two halves as on the hardware. The emulated
+// firmware turns each device's activity (executions, copies, DMA) into a
+// utilisation per die and publishes it in misc RAM with a sample number;
+// the driver samples those registers and rolls the samples up at every
+// wall-clock minute into the stats that stats/power/utilization shows.
+//
+// One goroutine per system does both, once per firmware period: the
+// driver samples every 50 ms and drops repeated sample numbers, so
+// sampling right after each publication keeps exactly the samples the
+// driver would keep.
+const (
+	// powerPeriod is how often the firmware publishes a sample: twice the
+	// rate the driver's 60-sample minimum needs, so a whole minute always
+	// has enough.
+	powerPeriod = 500 * time.Millisecond
+	// powerMinSamples is the driver's minimum for a VALID minute.
+	powerMinSamples = 60
+	// powerMaxBips is 100% in basis points; the driver drops larger values.
+	powerMaxBips = 10000
+	// powerInvalidSample is what the firmware publishes under the
+	// power-invalid fault: a utilisation beyond 100%.
+	powerInvalidSample = 0xffff
+	// busyBytesPerSecond is the copy and DMA rate that counts as a fully
+	// busy device in the emulated firmware's model.
+	busyBytesPerSecond = 10 << 30
+)
+
+// powerRegs are the misc-RAM registers of the dies' samples.
+var powerRegs = []uint64{mmio.RegPowerUtilDie0, mmio.RegPowerUtilDie1}
+
+// Power statuses, in the driver's order and spelling. The driver also
+// names POWER_STATUS_INVALID but never sets it: a minute without enough
+// good samples, whatever the cause, is NO_DATA.
+type powerStatus int
+
+const (
+	powerValid powerStatus = iota
+	powerNoData
+)
+
+var powerStatusNames = []string{"POWER_STATUS_VALID", "POWER_STATUS_NO_DATA"}
+
+// powerStats is one minute's roll-up; the driver starts with NO_DATA at
+// time 0 until its first sample.
+type powerStats struct {
+	status   powerStatus
+	at       time.Time
+	min, max uint16
+	avg      uint32
+}
+
+func (p powerStats) String() string {
+	pct := func(b uint32) string { return fmt.Sprintf("%d.%02d", b/100, b%100) }
+	return fmt.Sprintf("%s,%d,%s,%s,%s\n", powerStatusNames[p.status], p.at.Unix(), pct(uint32(p.min)), pct(uint32(p.max)), pct(p.avg))
+}
+
+// powerState is one device's half of each side. busy is added to by the
+// request paths; everything else belongs to the sampling goroutine, and
+// stats is read by sysfs.
+type powerState struct {
+	busy atomic.Int64 // nanoseconds of activity since the firmware's last sample
+
+	fwSample uint16 // the firmware's sample number
+
+	// The driver's samples of the current minute.
+	n          uint32
+	total      uint64
+	min, max   uint16
+	lastSample [2]uint16 // per die, to skip a sample read twice
+
+	stats atomic.Pointer[powerStats]
+}
+
+func (p *powerState) init() {
+	p.resetSamples()
+	p.stats.Store(&powerStats{status: powerNoData, at: time.Unix(0, 0)})
+}
+
+func (p *powerState) resetSamples() {
+	p.n, p.total, p.min, p.max = 0, 0, powerMaxBips, 0
+}
+
+// addBusy records d nanoseconds of device activity.
+func (p *powerState) addBusy(d time.Duration) { p.busy.Add(int64(d)) }
+
+// addBytes records a copy or DMA transfer of n bytes.
+func (p *powerState) addBytes(n uint64) {
+	p.addBusy(time.Duration(n * uint64(time.Second) / busyBytesPerSecond))
+}
+
+// powerSampler runs the firmware and driver halves every powerPeriod
+// until stop is closed.
+func (s *System) powerSampler(stop <-chan struct{}) {
+	t := time.NewTicker(powerPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			s.powerTick(now, powerPeriod)
+		}
+	}
+}
+
+// powerTick publishes each device's sample for the last period and lets
+// the driver take it.
+func (s *System) powerTick(now time.Time, period time.Duration) {
+	for _, d := range s.Devices {
+		d.publishPower(period)
+		d.samplePower(now)
+	}
+}
+
+// publishPower is the firmware: utilisation is the busy share of the
+// period, the same for every die.
+func (d *Device) publishPower(period time.Duration) {
+	p := &d.power
+	busy := p.busy.Swap(0)
+	bips := uint32(min(busy*powerMaxBips/int64(period), powerMaxBips))
+	if d.sys.faults.PowerInvalid.Load() {
+		bips = powerInvalidSample
+	}
+	p.fwSample++
+	for die := 0; die < d.sys.Arch.DiesPerDevice; die++ {
+		d.mmio.fw.Set(powerRegs[die], uint32(p.fwSample)<<16|bips)
+	}
+}
+
+// samplePower is the driver's sampling step: nothing while the device is
+// not ready or on an emulator or QEMU (revision 240/255); else a new
+// sample from every die stores the largest utilisation, and crossing a
+// minute boundary rolls the minute up.
+func (d *Device) samplePower(now time.Time) {
+	if d.State() != StateReady || d.sys.Revision == dhal.RevisionEmulator || d.sys.Revision == dhal.RevisionQEMU {
+		return
+	}
+	p := &d.power
+	var util uint16
+	var samples [2]uint16
+	fresh := true
+	for die := 0; die < d.sys.Arch.DiesPerDevice; die++ {
+		v, _ := d.mmio.fw.Read32(powerRegs[die])
+		samples[die] = uint16(v >> 16)
+		if samples[die] == p.lastSample[die] {
+			fresh = false
+		} else {
+			util = max(util, uint16(v))
+		}
+	}
+	if fresh && util <= powerMaxBips {
+		p.n++
+		p.total += uint64(util)
+		p.min, p.max = min(p.min, util), max(p.max, util)
+		p.lastSample = samples
+	}
+	if now.Unix()/60 == p.stats.Load().at.Unix()/60 {
+		return
+	}
+	st := &powerStats{status: powerNoData, at: now}
+	if p.n >= powerMinSamples {
+		st.status, st.min, st.max, st.avg = powerValid, p.min, p.max, uint32(p.total/uint64(p.n))
+	}
+	p.resetSamples()
+	p.stats.Store(st)
+}
+
+// showPower renders stats/power/utilization.
+func (d *Device) showPower() string { return d.power.stats.Load().String() }
+
+// stopPowerSampler ends the sampling goroutine (at Close, or in tests
+// that drive the clock themselves).
+func (s *System) stopPowerSampler() {
+	if s.stopPower != nil {
+		close(s.stopPower)
+		<-s.powerDone
+		s.stopPower = nil
+	}
+}
