@@ -20,7 +20,7 @@ func lowerOOMScore(log *logrus.Entry) {
 	const path = "/proc/self/oom_score_adj"
 	old, _ := os.ReadFile(path)
 	if err := os.WriteFile(path, []byte(daemonOOMScoreAdj), 0); err != nil {
-		log.WithError(err).Info("cannot lower the daemon's OOM score")
+		log.WithError(err).Debug("cannot lower the daemon's OOM score")
 		return
 	}
 	log.WithField("was", strings.TrimSpace(string(old))).WithField("now", daemonOOMScoreAdj).Debug("OOM score lowered")
