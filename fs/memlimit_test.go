@@ -3,14 +3,17 @@ package fs_test
 import (
 	"bytes"
 	"errors"
+	goruntime "runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 
@@ -28,29 +31,30 @@ func held(t *testing.T, sys *device.System) uint64 {
 	return n
 }
 
-// On memfd, a write that would make the backing hold more than the limit
-// fails the way its path fails on the driver, allocations never do, and
-// everything else goes on working.
+// On memfd with a 2 GiB limit, a write that would make the backing hold
+// more fails the way its path fails on the driver, allocations never do,
+// and another process's memory stays intact and usable.
 func TestMemoryLimitMemfd(t *testing.T) {
 	t.Setenv(device.BackingEnv, "") // memfd, whatever the suite's default
-	const room = 32 << 20
-	// The limit is what probe left held plus room; a first daemon tells
-	// how much that is.
-	base := held(t, testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{}}).Sys)
-	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{}, MemoryLimit: int64(base + room)})
-	if lim, _ := d.Sys.MemoryLimit(); lim != base+room {
-		t.Fatalf("limit %d, want %d", lim, base+room)
+	const limit = 2 << 30
+	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{}, MemoryLimit: limit})
+	if lim, _ := d.Sys.MemoryLimit(); lim != limit {
+		t.Fatalf("limit %d, want %d", lim, limit)
 	}
+	// Another process holds 64 MiB of HBM and 64 MiB of host memory,
+	// filled with 0x5a.
+	helper, handles, stop := startAllocHelper(t, d.Dir)
+	defer func() { stop.Close(); helper.Wait() }()
 	dev, err := runtime.Host{Root: d.Dir}.Open(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
 	// Allocations past the limit succeed: only writes count.
-	a := mustMem(t, dev, 24<<20, runtime.AllocOptions{Channel: 0})
-	b := mustMem(t, dev, 24<<20, runtime.AllocOptions{Channel: 1})
+	a := mustMem(t, dev, 1<<30, runtime.AllocOptions{Channel: 0})
+	b := mustMem(t, dev, 1<<30, runtime.AllocOptions{Channel: 2})
 	h := mustMem(t, dev, 16<<20, runtime.AllocOptions{Host: true})
-	data := bytes.Repeat([]byte{0xa5}, 24<<20)
+	data := bytes.Repeat([]byte{0xa5}, 1<<30)
 	if err := a.Write(0, data); err != nil {
 		t.Fatalf("a write inside the limit: %v", err)
 	}
@@ -58,50 +62,45 @@ func TestMemoryLimitMemfd(t *testing.T) {
 	if err := b.Write(0, data); !isErrno(err, unix.EPERM) {
 		t.Fatalf("a device write past the limit: %v, want EPERM", err)
 	}
-	if err := b.Fill(0, 24<<20, 1); !isErrno(err, unix.EPERM) {
+	if err := b.Fill(0, 1<<30, 1); !isErrno(err, unix.EPERM) {
 		t.Errorf("a memset past the limit: %v, want EPERM", err)
 	}
-	if err := b.CopyFrom(0, a, 0, 24<<20); !isErrno(err, unix.EPERM) {
+	if err := b.CopyFrom(0, a, 0, 1<<30); !isErrno(err, unix.EPERM) {
 		t.Errorf("a chunk copy past the limit: %v, want EPERM", err)
 	}
-	// Host memory: copy_from_user copies nothing (a positive count).
-	var re *runtime.Error
-	if err := h.Write(0, data[:16<<20]); !errors.As(err, &re) || re.NotCopied != 16<<20 {
-		t.Errorf("a host write past the limit: %v, want 16 MiB not copied", err)
+	if got := held(t, d.Sys); got > limit {
+		t.Errorf("the backing holds %d, over the limit %d", got, limit)
 	}
-	if got := held(t, d.Sys); got > base+room {
-		t.Errorf("the backing holds %d, over the limit %d", got, base+room)
+	// The other process's memory is intact, and writing it (already
+	// held) works.
+	got := make([]byte, 64<<20)
+	if r, e := bufCopy(dev.Fd(), handles[0], got, false); r != 0 || e != 0 || !bytes.Equal(got, bytes.Repeat([]byte{0x5a}, 64<<20)) {
+		t.Errorf("the other process's chunk after the refusals: %d, %v", r, e)
 	}
-	// A small write still fits, reads work, and rewriting held memory
-	// costs nothing new.
-	if err := b.Write(0, data[:1<<20]); err != nil {
-		t.Errorf("a write that fits: %v", err)
+	if r, e := bufCopy(dev.Fd(), handles[0], data[:64<<20], true); r != 0 || e != 0 {
+		t.Errorf("rewriting the other process's held chunk: %d, %v", r, e)
 	}
-	if err := a.Write(0, data); err != nil {
-		t.Errorf("rewriting held memory: %v", err)
-	}
-	got := make([]byte, 1<<20)
-	if err := a.Read(1<<20, got); err != nil || !bytes.Equal(got, data[:1<<20]) {
-		t.Errorf("read back: %v", err)
-	}
-	// A DMA write past the limit aborts its queue with a write error.
-	src := mustMem(t, dev, 1<<16, runtime.AllocOptions{Host: true})
-	if err := h.Free(); err != nil {
-		t.Fatal(err)
-	}
-	// Fill b up to 32 KiB short of the limit, DMA rings included.
+	// Host memory past the limit: copy_from_user copies nothing (a
+	// positive count). Fill b up to 32 KiB short of the limit first, DMA
+	// rings and the staging buffer included.
 	q, err := dev.InitQueue(7, 2, 32, runtime.AllocOptions{Host: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	src := mustMem(t, dev, 1<<16, runtime.AllocOptions{Host: true})
 	if err := src.Write(0, data[:1<<16]); err != nil {
 		t.Fatal(err)
 	}
-	left := base + room - held(t, d.Sys)
-	if err := b.Write(1<<20, data[:left-32<<10]); err != nil {
+	left := limit - held(t, d.Sys)
+	if err := b.Write(0, data[:left-32<<10]); err != nil {
 		t.Fatalf("filling up to the limit: %v", err)
 	}
-	if err := q.Submit([]runtime.Copy{{Src: src.PA, Dst: b.PA + 23<<20, Len: 0}}); err != nil {
+	var re *runtime.Error
+	if err := h.Write(0, data[:16<<20]); !errors.As(err, &re) || re.NotCopied != 16<<20 {
+		t.Errorf("a host write past the limit: %v, want 16 MiB not copied", err)
+	}
+	// A DMA write past the limit aborts its queue with a write error.
+	if err := q.Submit([]runtime.Copy{{Src: src.PA, Dst: b.PA + 1000<<20, Len: 0}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -188,4 +187,15 @@ func TestFileBacking(t *testing.T) {
 	if h := held(t, d.Sys); h > 64<<20 {
 		t.Errorf("the files hold %d bytes after the free", h)
 	}
+}
+
+// bufCopy runs MEM_BUF_COPY64 between p and the chunk of handle h.
+func bufCopy(fd int, h uint64, p []byte, toChunk bool) (int, unix.Errno) {
+	v := ioctl.MemBufCopy64{MemHandle: h, Buffer: uint64(uintptr(unsafe.Pointer(&p[0]))), Size: uint64(len(p))}
+	if toChunk {
+		v.CopyToMemHandle = 1
+	}
+	r, e := testutil.Ioctl(fd, ioctl.CmdMemBufCopy64, &v)
+	goruntime.KeepAlive(p)
+	return r, e
 }
