@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace"
@@ -31,8 +34,46 @@ func TestCompareHandle(t *testing.T) {
 	// only if it changed.
 	res = Result{}
 	s.compareHandle(&res, "h", 5, 5, 6)
-	if len(res.Diffs) != 1 {
+	if len(res.Diffs) != 1 || res.Diffs[0] != "h: recorded 5, got 6" {
 		t.Fatalf("unmapped handle: %+v", res)
+	}
+	// Left alone as recorded: equal values are no difference.
+	res = Result{}
+	s.compareHandle(&res, "h", 1, 1, 1)
+	if len(res.Diffs) != 0 {
+		t.Fatalf("unchanged unmapped handle: %+v", res)
+	}
+}
+
+// TestFailedCallOutputs is the MEM_GET_PA of an O_WRONLY fd that reported
+// "mem_handle: recorded 1, got 1": a call that failed as recorded matches,
+// its argument is not compared member by member, and a changed errno is
+// reported as such.
+func TestFailedCallOutputs(t *testing.T) {
+	tab := ioctl.Default()
+	_, st, _ := abi.ForCommand(tab, ioctl.CmdMemGetPA)
+	f, _ := st.Field("mem_handle")
+	arg := make([]byte, st.Size)
+	abi.PutUint(arg, f, 1)
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	rec := func(errno unix.Errno) *trace.Record {
+		return &trace.Record{Seq: 1, Op: trace.OpIoctl, TGID: 1, FD: 3, Cmd: ioctl.CmdMemGetPA, Name: "NEURON_IOCTL_MEM_GET_PA",
+			Size: st.Size, Before: arg, After: arg, Ret: -1, Errno: int(errno), Error: unix.ErrnoName(errno)}
+	}
+	s := &state{tab: tab, fds: map[fdKey]int{{1, 3}: int(null.Fd())}, handles: map[uint64]uint64{}, tgids: map[int]bool{1: true}}
+	defer s.mem.free()
+	// /dev/null answers any ioctl with ENOTTY.
+	res, err := s.ioctl(rec(unix.ENOTTY))
+	if err != nil || res.Status != Match || len(res.Diffs) != 0 {
+		t.Fatalf("same failure: %+v, %v", res, err)
+	}
+	res, err = s.ioctl(rec(unix.EINVAL))
+	if err != nil || res.Status != Differ || len(res.Diffs) != 1 || res.Diffs[0] != "errno: recorded EINVAL, got ENOTTY" {
+		t.Fatalf("other failure: %+v, %v", res, err)
 	}
 }
 
