@@ -72,6 +72,9 @@ func Run(t *trace.Trace, o Options) ([]Result, error) {
 	var out []Result
 	for i := range t.Records {
 		r := &t.Records[i]
+		if r.Lifetime() {
+			continue
+		}
 		res, err := s.call(r)
 		if err != nil {
 			return out, fmt.Errorf("replay seq %d: %w", r.Seq, err)
