@@ -13,12 +13,12 @@ import (
 )
 
 func TestCompareHandle(t *testing.T) {
-	s := &state{handles: map[uint64]uint64{}}
+	s := &state{shared: shared{Handles: map[uint64]uint64{}}}
 	var res Result
 	// A handle handed out: mapped, not compared.
 	s.compareHandle(&res, "h", 0, 7, 9)
-	if len(res.Diffs) != 0 || len(res.NotCompared) != 1 || s.handles[7] != 9 {
-		t.Fatalf("new handle: %+v %v", res, s.handles)
+	if len(res.Diffs) != 0 || len(res.NotCompared) != 1 || s.Handles[7] != 9 {
+		t.Fatalf("new handle: %+v %v", res, s.Handles)
 	}
 	// Then compared through the map.
 	res = Result{}
@@ -64,7 +64,7 @@ func TestFailedCallOutputs(t *testing.T) {
 		return &trace.Record{Seq: 1, Op: trace.OpIoctl, TGID: 1, FD: 3, Cmd: ioctl.CmdMemGetPA, Name: "NEURON_IOCTL_MEM_GET_PA",
 			Size: st.Size, Before: arg, After: arg, Ret: -1, Errno: int(errno), Error: unix.ErrnoName(errno)}
 	}
-	s := &state{tab: tab, fds: map[fdKey]int{{1, 3}: int(null.Fd())}, handles: map[uint64]uint64{}, tgids: map[int]bool{1: true}}
+	s := &state{tab: tab, fds: map[fdKey]int{{1, 3}: int(null.Fd())}, shared: shared{Handles: map[uint64]uint64{}, PIDs: map[int]uint64{1: 1}}}
 	defer s.mem.free()
 	// /dev/null answers any ioctl with ENOTTY.
 	res, err := s.ioctl(rec(unix.ENOTTY))
@@ -78,6 +78,7 @@ func TestFailedCallOutputs(t *testing.T) {
 }
 
 func TestCompareFields(t *testing.T) {
+	const ourPID = 4321 // what the traced process 1234 is in this replay
 	tab := ioctl.Default()
 	_, st, _ := abi.ForCommand(tab, ioctl.CmdMemGetExtendedInfo)
 	put := func(b []byte, name string, v uint64) {
@@ -93,11 +94,11 @@ func TestCompareFields(t *testing.T) {
 	put(after, "size", 4096)
 	put(after, "pid", 1234)
 	r := &trace.Record{Seq: 1, Op: trace.OpIoctl, TGID: 1234, Cmd: ioctl.CmdMemGetExtendedInfo, Name: "NEURON_IOCTL_MEM_GET_EXTENDED_INFO", Size: st.Size, Before: before, After: after}
-	s := &state{tab: tab, handles: map[uint64]uint64{3: 4}, tgids: map[int]bool{1234: true}}
+	s := &state{tab: tab, shared: shared{Handles: map[uint64]uint64{3: 4}, PIDs: map[int]uint64{1234: ourPID}}}
 	got := make([]byte, st.Size)
 	put(got, "mem_handle", 4)
 	put(got, "size", 4096)
-	put(got, "pid", ourPID())
+	put(got, "pid", ourPID)
 	var res Result
 	for _, f := range st.Fields {
 		s.compareField(&res, r, st, f, got)
@@ -106,7 +107,7 @@ func TestCompareFields(t *testing.T) {
 		t.Fatalf("same output differs: %v", res.Diffs)
 	}
 	put(got, "size", 4097)
-	put(got, "pid", ourPID()+1)
+	put(got, "pid", ourPID+1)
 	res = Result{}
 	for _, f := range st.Fields {
 		s.compareField(&res, r, st, f, got)
