@@ -24,7 +24,7 @@ func buildProcsCheck(t *testing.T) string {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	header := cABIHeader(t, []uint32{
-		ioctl.CmdMemAllocV2MT64, ioctl.CmdMemGetExtendedInfo, ioctl.CmdMemGetPA, ioctl.CmdDMAQueueInit,
+		ioctl.CmdMemAllocV2MT64, ioctl.CmdMemGetExtendedInfo, ioctl.CmdMemGetPA, ioctl.CmdDMAQueueInit, ioctl.CmdAcquireNeuronDS,
 	}, dmaConstants())
 	if err := os.WriteFile(filepath.Join(dir, "neuron_abi.h"), []byte(header), 0o644); err != nil {
 		t.Fatal(err)
@@ -45,6 +45,8 @@ var procsClientSaid = []string{
 	"child's memory while it lives: present",
 	"child's memory after SIGKILL: EINVAL",
 	"its queue after SIGKILL: free",
+	"child's datastore slot by pid: shared",
+	"its slot after it exited: ENOENT",
 	"procs ok",
 }
 
@@ -52,7 +54,8 @@ var procsClientSaid = []string{
 // newest emulated driver, replays with every call matching: each recorded
 // process is a process of its own again (the 17th open fails with EBUSY),
 // the SIGKILLed owner's memory and queue are gone after its replayed death,
-// and the failed MEM_GET_PA reports no difference.
+// a datastore slot taken by another process's pid is that process's
+// replayer's, and the failed MEM_GET_PA reports no difference.
 func TestReplayProcesses(t *testing.T) {
 	bin := buildProcsCheck(t)
 	for _, driver := range []string{"2.25.4.0", ioctl.Versions()[0]} {
@@ -84,8 +87,8 @@ func TestReplayProcesses(t *testing.T) {
 					calls++
 				}
 			}
-			if forks != 17 || killed != 1 || ebusy == "" || einval == "" {
-				t.Errorf("trace has %d process forks and %d SIGKILLs, want 17 and 1; EBUSY open at %q, EINVAL MEM_GET_PA at %q", forks, killed, ebusy, einval)
+			if forks != 18 || killed != 1 || ebusy == "" || einval == "" {
+				t.Errorf("trace has %d process forks and %d SIGKILLs, want 18 and 1; EBUSY open at %q, EINVAL MEM_GET_PA at %q", forks, killed, ebusy, einval)
 			}
 			table, stderr, status := replayTable(t, out)
 			t.Logf("replay on %s:\n%s", driver, table)

@@ -11,6 +11,9 @@
  *      own, hands the parent its memory handle and is SIGKILLed: its memory
  *      is gone (MEM_GET_EXTENDED_INFO fails) and its queue is free (the
  *      parent's DMA_QUEUE_INIT of the same queue succeeds).
+ *   5. A child takes a datastore slot and writes to it; the parent takes
+ *      the same slot by the child's pid and reads what it wrote. When the
+ *      child has exited, its slot is gone (ENOENT by its pid).
  * It prints one line per step and "procs ok" when each went as described.
  *
  * Command numbers and structs come from neuron_abi.h, which the Go test
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +80,18 @@ static int mem_info(int fd, uint64_t handle) {
 	memset(&i, 0, sizeof i);
 	i.MemHandle = handle;
 	return ioctl(fd, NEURON_IOCTL_MEM_GET_EXTENDED_INFO, &i);
+}
+
+/* ds_acquire takes pid's datastore slot (0: the caller's own), maps it
+ * and returns the mapping, or NULL with errno set. */
+static volatile uint64_t *ds_acquire(int fd, pid_t pid) {
+	struct NeuronDSInfo v;
+	memset(&v, 0, sizeof v);
+	v.PID = pid;
+	if (ioctl(fd, NEURON_IOCTL_ACQUIRE_NEURON_DS, &v) != 0)
+		return NULL;
+	void *p = mmap(NULL, v.Size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)v.MmapOffset);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 static void wait_child(pid_t pid, int want_sig) {
@@ -179,6 +195,40 @@ int main(int argc, char **argv) {
 	r = queue_init(fd);
 	printf("its queue after SIGKILL: %s\n", r ? strerrorname_np(errno) : "free");
 	ok &= r == 0;
+
+	/* 5. A datastore slot, shared by pid. */
+	int go[2];
+	if (pipe(go))
+		die("pipe");
+	pid_t ds_owner = fork();
+	if (ds_owner < 0)
+		die("fork");
+	if (ds_owner == 0) {
+		close(go[1]);
+		int cfd = open_dev(O_RDWR);
+		volatile uint64_t *ds = cfd < 0 ? NULL : ds_acquire(cfd, 0);
+		if (ds == NULL)
+			die("child ACQUIRE_NEURON_DS");
+		ds[1] = 0x5eed;
+		char c = 'y';
+		if (write(hand[1], &c, 1) != 1)
+			_exit(2);
+		read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	char c;
+	if (read(hand[0], &c, 1) != 1)
+		die("waiting for the datastore owner");
+	volatile uint64_t *ds = ds_acquire(fd, ds_owner);
+	printf("child's datastore slot by pid: %s\n", ds == NULL ? strerrorname_np(errno) : ds[1] == 0x5eed ? "shared" : "other memory");
+	ok &= ds != NULL && ds[1] == 0x5eed;
+	close(go[1]);
+	wait_child(ds_owner, 0);
+	ds = ds_acquire(fd, ds_owner);
+	e = errno;
+	printf("its slot after it exited: %s\n", ds == NULL ? strerrorname_np(e) : "still there");
+	ok &= ds == NULL && e == ENOENT;
 
 	close(fd);
 	close(wfd);
