@@ -180,7 +180,11 @@ func (s *state) compareHandle(res *Result, name string, oldBefore, oldAfter, new
 	}
 	if oldAfter != oldBefore && oldAfter != 0 && newAfter != 0 {
 		s.Handles[oldAfter] = newAfter
-		res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
+		if oldAfter == newAfter {
+			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle %d, as recorded)", name, newAfter))
+		} else {
+			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
+		}
 		return
 	}
 	if oldAfter == oldBefore && newAfter == oldAfter {
