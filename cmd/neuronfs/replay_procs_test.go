@@ -47,6 +47,7 @@ var procsClientSaid = []string{
 	"its queue after SIGKILL: free",
 	"child's datastore slot by pid: shared",
 	"its slot after it exited: ENOENT",
+	"slot of a child that exec'd: ENOENT",
 	"procs ok",
 }
 
@@ -55,7 +56,8 @@ var procsClientSaid = []string{
 // process is a process of its own again (the 17th open fails with EBUSY),
 // the SIGKILLed owner's memory and queue are gone after its replayed death,
 // a datastore slot taken by another process's pid is that process's
-// replayer's, and the failed MEM_GET_PA reports no difference.
+// replayer's, an exec closes the O_CLOEXEC fd that held a slot, and the
+// failed MEM_GET_PA reports no difference.
 func TestReplayProcesses(t *testing.T) {
 	bin := buildProcsCheck(t)
 	for _, driver := range []string{"2.25.4.0", ioctl.Versions()[0]} {
@@ -87,8 +89,8 @@ func TestReplayProcesses(t *testing.T) {
 					calls++
 				}
 			}
-			if forks != 18 || killed != 1 || ebusy == "" || einval == "" {
-				t.Errorf("trace has %d process forks and %d SIGKILLs, want 18 and 1; EBUSY open at %q, EINVAL MEM_GET_PA at %q", forks, killed, ebusy, einval)
+			if forks != 19 || killed != 1 || ebusy == "" || einval == "" {
+				t.Errorf("trace has %d process forks and %d SIGKILLs, want 19 and 1; EBUSY open at %q, EINVAL MEM_GET_PA at %q", forks, killed, ebusy, einval)
 			}
 			table, stderr, status := replayTable(t, out)
 			t.Logf("replay on %s:\n%s", driver, table)

@@ -68,6 +68,7 @@ type state struct {
 	shared
 	tab      *ioctl.Table
 	fds      map[fdKey]int
+	cloexec  map[fdKey]bool // fds an exec closes
 	maps     map[mapKey]uint64
 	mapAddrs bool
 	mem      arena
@@ -76,7 +77,7 @@ type state struct {
 func newState(t *trace.Trace, o Options) *state {
 	return &state{
 		shared: shared{Handles: map[uint64]uint64{}, PIDs: map[int]uint64{}},
-		tab:    t.Table(), fds: map[fdKey]int{}, maps: map[mapKey]uint64{}, mapAddrs: o.MapAddresses,
+		tab:    t.Table(), fds: map[fdKey]int{}, cloexec: map[fdKey]bool{}, maps: map[mapKey]uint64{}, mapAddrs: o.MapAddresses,
 	}
 }
 
@@ -132,6 +133,7 @@ func (s *state) open(r *trace.Record) Result {
 	}
 	if e == 0 {
 		s.fds[fdKey{r.TGID, r.FD}] = fd
+		s.cloexec[fdKey{r.TGID, r.FD}] = r.Flags&unix.O_CLOEXEC != 0
 		res.NotCompared = append(res.NotCompared, "fd (rewritten)")
 		result(&res, r, r.Ret, 0)
 	} else {
@@ -147,6 +149,7 @@ func (s *state) close(r *trace.Record) Result {
 		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
 	}
 	delete(s.fds, fdKey{r.TGID, r.FD})
+	delete(s.cloexec, fdKey{r.TGID, r.FD})
 	var e unix.Errno
 	if err := unix.Close(fd); err != nil {
 		e, _ = err.(unix.Errno)

@@ -73,6 +73,10 @@ func (q *sequencer) step(i int, r *trace.Record) (_ Result, row bool, _ error) {
 		}
 		return Result{}, false, q.fork(r.TGID, r.Child)
 	case trace.OpExec:
+		if w := q.workers[r.TGID]; w != nil {
+			_, err := w.roundTrip(request{Op: reqExec})
+			return Result{}, false, err
+		}
 		return Result{}, false, nil
 	case trace.OpExit:
 		if q.workers[r.TGID] == nil {
@@ -105,7 +109,7 @@ func (q *sequencer) step(i int, r *trace.Record) (_ Result, row bool, _ error) {
 // parent's worker holds, as a forked child inherits them.
 func (q *sequencer) fork(parent, child int) error {
 	var files []*os.File
-	inherit := map[int]int{}
+	inherit := map[int]heldFD{}
 	if pw := q.workers[parent]; pw != nil {
 		p, err := pw.roundTrip(request{Op: reqFDs})
 		if err != nil {
@@ -116,15 +120,15 @@ func (q *sequencer) fork(parent, child int) error {
 			return fmt.Errorf("fork of %d: opening its parent's replayer: %w", child, err)
 		}
 		defer unix.Close(pidfd)
-		for rec, fd := range p.FDs {
-			dup, err := unix.PidfdGetfd(pidfd, fd, 0)
+		for rec, h := range p.FDs {
+			dup, err := unix.PidfdGetfd(pidfd, h.FD, 0)
 			if err != nil {
-				return fmt.Errorf("fork of %d: fd %d of its parent's replayer: %w", child, fd, err)
+				return fmt.Errorf("fork of %d: fd %d of its parent's replayer: %w", child, h.FD, err)
 			}
 			f := os.NewFile(uintptr(dup), fmt.Sprintf("inherited fd %d", rec))
 			defer f.Close()
 			files = append(files, f)
-			inherit[rec] = 3 + len(files) // after the socket, fd 3
+			inherit[rec] = heldFD{3 + len(files), h.CloExec} // after the socket, fd 3
 		}
 	}
 	_, err := q.start(child, inherit, files...)
@@ -132,7 +136,7 @@ func (q *sequencer) fork(parent, child int) error {
 }
 
 // start runs the worker of a recorded process.
-func (q *sequencer) start(tgid int, inherit map[int]int, files ...*os.File) (*worker, error) {
+func (q *sequencer) start(tgid int, inherit map[int]heldFD, files ...*os.File) (*worker, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("replayer of process %d: %w", tgid, err)

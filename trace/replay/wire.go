@@ -13,6 +13,7 @@ const (
 	reqStart      = "start"       // become the replayer of TGID, with the fds Inherit gives
 	reqCall       = "call"        // issue record Index
 	reqFDs        = "fds"         // say which fd each recorded device fd is here
+	reqExec       = "exec"        // close the fds an exec closes
 	reqThreadExit = "thread-exit" // end the thread replaying TID
 	reqExit       = "exit"        // exit with Status (no reply)
 )
@@ -23,15 +24,21 @@ type request struct {
 	Index   int
 	TID     int
 	Status  int
-	Inherit map[int]int // start: recorded fd → the fd the worker was given
-	Shared  shared      // call: what the processes share, as it is now
+	Inherit map[int]heldFD // start: recorded fd → the fd the worker was given
+	Shared  shared         // call: what the processes share, as it is now
 }
 
 type reply struct {
 	Result Result
-	Shared shared      // call: what the processes share, after the call
-	FDs    map[int]int // fds: recorded fd → this worker's
+	Shared shared         // call: what the processes share, after the call
+	FDs    map[int]heldFD // fds: recorded fd → this worker's
 	Err    string
+}
+
+// heldFD is the fd a worker holds for a recorded device fd.
+type heldFD struct {
+	FD      int
+	CloExec bool
 }
 
 // GobEncode writes the ranges (their fields are not exported).

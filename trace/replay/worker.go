@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/neuronfs/neuronfs/trace"
 )
 
@@ -25,8 +27,9 @@ func Serve(t *trace.Trace, o Options, conn io.ReadWriter) error {
 		var p reply
 		switch q.Op {
 		case reqStart:
-			for rec, fd := range q.Inherit {
-				s.fds[fdKey{q.TGID, rec}] = fd
+			for rec, h := range q.Inherit {
+				s.fds[fdKey{q.TGID, rec}] = h.FD
+				s.cloexec[fdKey{q.TGID, rec}] = h.CloExec
 			}
 		case reqCall:
 			if q.Index < 0 || q.Index >= len(t.Records) {
@@ -41,9 +44,19 @@ func Serve(t *trace.Trace, o Options, conn io.ReadWriter) error {
 			}
 			p.Shared = s.shared
 		case reqFDs:
-			p.FDs = map[int]int{}
+			p.FDs = map[int]heldFD{}
 			for k, fd := range s.fds {
-				p.FDs[k.fd] = fd
+				p.FDs[k.fd] = heldFD{fd, s.cloexec[k]}
+			}
+		case reqExec:
+			// The recorded exec closed these, and the flush of each was
+			// the process's as a close is.
+			for k, fd := range s.fds {
+				if s.cloexec[k] {
+					unix.Close(fd)
+					delete(s.fds, k)
+					delete(s.cloexec, k)
+				}
 			}
 		case reqThreadExit:
 			if ch, ok := threads[q.TID]; ok {

@@ -14,6 +14,9 @@
  *   5. A child takes a datastore slot and writes to it; the parent takes
  *      the same slot by the child's pid and reads what it wrote. When the
  *      child has exited, its slot is gone (ENOENT by its pid).
+ *   6. A child opens DEVICE with O_CLOEXEC, takes a datastore slot and
+ *      execs a shell that says it runs and waits: the exec closed the fd,
+ *      and with it the slot went (ENOENT by its pid) while the child lives.
  * It prints one line per step and "procs ok" when each went as described.
  *
  * Command numbers and structs come from neuron_abi.h, which the Go test
@@ -229,6 +232,36 @@ int main(int argc, char **argv) {
 	e = errno;
 	printf("its slot after it exited: %s\n", ds == NULL ? strerrorname_np(e) : "still there");
 	ok &= ds == NULL && e == ENOENT;
+
+	/* 6. An exec closes an O_CLOEXEC fd. */
+	int said[2], hold[2];
+	if (pipe(said) || pipe(hold))
+		die("pipe");
+	pid_t execer = fork();
+	if (execer < 0)
+		die("fork");
+	if (execer == 0) {
+		int cfd = open_dev(O_RDWR); /* O_CLOEXEC */
+		if (cfd < 0 || ds_acquire(cfd, 0) == NULL)
+			die("child ACQUIRE_NEURON_DS before exec");
+		close(hold[1]);
+		close(said[0]);
+		if (dup2(hold[0], 0) < 0 || dup2(said[1], 1) < 0)
+			die("dup2");
+		execl("/bin/sh", "sh", "-c", "echo ready; exec cat", (char *)NULL);
+		die("exec");
+	}
+	close(hold[0]);
+	close(said[1]);
+	char word[8] = {0};
+	if (read(said[0], word, 6) != 6 || strcmp(word, "ready\n") != 0)
+		die("waiting for the exec'd shell");
+	ds = ds_acquire(fd, execer);
+	e = errno;
+	printf("slot of a child that exec'd: %s\n", ds == NULL ? strerrorname_np(e) : "still there");
+	ok &= ds == NULL && e == ENOENT;
+	close(hold[1]);
+	wait_child(execer, 0);
 
 	close(fd);
 	close(wfd);
