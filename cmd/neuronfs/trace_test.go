@@ -307,3 +307,33 @@ func TestTraceChildren(t *testing.T) {
 		t.Fatalf("no process made the bring-up calls: %v", byTgid)
 	}
 }
+
+// Without --children, a forked process is recorded as a fork the trace
+// does not follow (nothing of the child is), and the traced process's end
+// with its status.
+func TestTraceUntracedChild(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "untraced.jsonl")
+	cmd := neuronfs(t, "trace", "-o", out, "--", "sh", "-c", "/bin/true; exit 3")
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("trace of sh: %v, want exit status 3", err)
+	}
+	tr := readTrace(t, out)
+	var child, shell int
+	ended := ""
+	for _, r := range tr.Records {
+		switch {
+		case r.Op == trace.OpFork && !r.Thread:
+			if !r.Untraced || child != 0 {
+				t.Errorf("fork %+v (child so far %d)", r, child)
+			}
+			child, shell = r.Child, r.TGID
+		case r.TGID == child:
+			t.Errorf("record of the untraced child: %+v", r)
+		case r.Op == trace.OpExit && r.ProcessExit && r.TGID == shell:
+			ended = trace.ExitText(&r)
+		}
+	}
+	if child == 0 || ended != "exit 3" {
+		t.Fatalf("untraced child %d, shell ended %q\n%+v", child, ended, tr.Records)
+	}
+}
