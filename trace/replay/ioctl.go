@@ -42,7 +42,7 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 	case len(r.Before) < st.Size:
 		return skip("argument not recorded in full")
 	}
-	buf, addr, err := s.mem.alloc(st.Size)
+	buf, addr, err := callerBuffer(st.Size)
 	if err != nil {
 		return res, err
 	}
@@ -59,7 +59,7 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			} else {
 				res.NotCompared = append(res.NotCompared, f.Name+" buffer (size unknown, a zeroed page passed)")
 			}
-			nb, naddr, err := s.mem.alloc(size)
+			nb, naddr, err := callerBuffer(size)
 			if err != nil {
 				return res, err
 			}

@@ -71,7 +71,6 @@ type state struct {
 	cloexec  map[fdKey]bool // fds an exec closes
 	maps     map[mapKey]uint64
 	mapAddrs bool
-	mem      arena
 }
 
 func newState(t *trace.Trace, o Options) *state {

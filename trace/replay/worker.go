@@ -40,7 +40,7 @@ func Serve(t *trace.Trace, o Options, conn io.ReadWriter) error {
 			var err error
 			onThread(threads, r.TID, func() { p.Result, err = s.call(r) })
 			if err != nil {
-				p.Err = fmt.Sprintf("seq %d: %v", r.Seq, err)
+				p.Err = err.Error()
 			}
 			p.Shared = s.shared
 		case reqFDs:
