@@ -514,6 +514,20 @@ func deathProg(m progMaps, o taskOffsets) asm.Instructions {
 	insns = append(insns, readKernel(stArg, 8, o.signal)...)
 	insns = append(insns, asm.LoadMem(asm.R3, asm.RFP, stArg, asm.DWord))
 	insns = append(insns, readKernel(stKey, 4, o.live)...)
+	insns = append(insns,
+		// The process's last thread: stop following its tgid, which the
+		// kernel may hand out again (and the map has room for others).
+		asm.LoadMem(asm.R1, asm.RFP, stKey, asm.Word),
+		asm.JNE.Imm(asm.R1, 0, "alive"),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.RSh.Imm(asm.R1, 32),
+		asm.StoreMem(asm.RFP, stArg, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.tgids),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stArg),
+		asm.FnMapDeleteElem.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("alive"),
+	)
 	insns = append(insns, lifeEvent(m, kindDeath, shortEvent)...)
 	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.RFP, stValue, asm.Word),
