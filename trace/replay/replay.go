@@ -1,8 +1,10 @@
 // Package replay re-issues a recorded trace against devices (emulated, in
-// practice) and compares each call's result and output with the recording.
+// practice) and compares each call's result and output with the recording,
+// each recorded process's calls from a process of its own (see Run).
 // What differs between runs by nature is rewritten, not compared: fds,
 // user pointers (fresh buffers of the recorded sizes), memory handles
-// (mapped from the ones earlier calls returned) and the caller's pid.
+// (mapped from the ones earlier calls returned) and the pids of the traced
+// processes (their replayers').
 package replay
 
 import (
