@@ -80,7 +80,7 @@ func (q *sequencer) step(i int, r *trace.Record) (_ Result, row bool, _ error) {
 		return Result{}, false, nil
 	case trace.OpExit:
 		if q.workers[r.TGID] == nil {
-			return Result{}, false, nil // it made no call
+			return Result{}, false, nil // never started: no fork of it, no call by it
 		}
 		if r.ProcessExit {
 			return Result{}, false, q.end(r.TGID, r.Signal, r.Status)
