@@ -43,7 +43,7 @@ var procsClientSaid = []string{
 	"MEM_GET_PA on O_WRONLY: EINVAL",
 	"open after the holders exited: succeeded",
 	"child's memory while it lives: present",
-	"child's memory after SIGKILL: EINVAL",
+	"child's memory after SIGKILL: gone",
 	"its queue after SIGKILL: free",
 	"child's datastore slot by pid: shared",
 	"its slot after it exited: ENOENT",
