@@ -31,6 +31,7 @@ type assembler struct {
 	isDevice   func(path string) bool
 	// deviceFD mirrors the fd table's devices into the probe (nil: none).
 	deviceFD func(tgid, fd int, device bool) error
+	children bool // new processes are followed (see lifetime)
 }
 
 type mapping struct {
@@ -57,7 +58,10 @@ func IsDevice(path string) bool { return strings.HasPrefix(path, "/dev/neuron") 
 func restartCode(ret int64) bool { return ret <= -512 && ret >= -516 }
 
 func (a *assembler) event(e rawEvent) error {
-	if e.kind == kindEnter {
+	switch e.kind {
+	case kindFork, kindExec, kindDeath:
+		return a.lifetime(e)
+	case kindEnter:
 		if r, ok := a.restarting[e.tid]; ok {
 			delete(a.restarting, e.tid)
 			if r.exit.nr != e.nr {

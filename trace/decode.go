@@ -66,6 +66,12 @@ func printRecord(w io.Writer, tab *ioctl.Table, r *Record) error {
 		_, err = fmt.Fprintf(w, "%s munmap(%#x, %#x) = %s\n", head, r.Addr, r.Len, result(r))
 	case OpIoctl:
 		err = printIoctl(w, tab, head, r)
+	case OpFork:
+		_, err = fmt.Fprintf(w, "%s %s\n", head, forkText(r))
+	case OpExec:
+		_, err = fmt.Fprintf(w, "%s exec(%q)\n", head, r.Path)
+	case OpExit:
+		_, err = fmt.Fprintf(w, "%s %s\n", head, ExitText(r))
 	}
 	return err
 }
@@ -107,4 +113,26 @@ func printIoctl(w io.Writer, tab *ioctl.Table, head string, r *Record) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+func forkText(r *Record) string {
+	switch {
+	case r.Thread:
+		return fmt.Sprintf("thread %d", r.Child)
+	case r.Untraced:
+		return fmt.Sprintf("fork = %d (not traced)", r.Child)
+	}
+	return fmt.Sprintf("fork = %d", r.Child)
+}
+
+// ExitText says how a thread or process ended: "exit 0", "killed by SIGKILL".
+func ExitText(r *Record) string {
+	how := fmt.Sprintf("exit %d", r.Status)
+	if r.Signal != 0 {
+		how = "killed by " + unix.SignalName(unix.Signal(r.Signal))
+	}
+	if !r.ProcessExit {
+		how = "thread " + how
+	}
+	return how
 }

@@ -13,8 +13,13 @@ import (
 	"time"
 )
 
-// Format names the file format in the header; readers refuse others.
-const Format = "neuronfs-trace/1"
+// Format names the file format in the header. Version 2 adds the
+// lifetime records (fork, exec, exit); version 1 files are read as they
+// are, without them. Readers refuse other formats.
+const (
+	Format   = "neuronfs-trace/2"
+	formatV1 = "neuronfs-trace/1"
+)
 
 // Header is the first line of a trace file.
 type Header struct {
@@ -39,6 +44,11 @@ const (
 	OpIoctl  = "ioctl"
 	OpMmap   = "mmap"
 	OpMunmap = "munmap"
+	// A traced process's lifetime (format 2): TID made a thread or a
+	// process, TID ran a program, TID ended.
+	OpFork = "fork"
+	OpExec = "exec"
+	OpExit = "exit"
 )
 
 // Bytes is raw memory, hex in JSON.
@@ -103,10 +113,26 @@ type Record struct {
 	MFlags uint64 `json:"mflags,omitempty"`
 	Offset uint64 `json:"offset,omitempty"`
 
+	// fork: Child is the new thread's tid or the new process's pid.
+	Child  int  `json:"child,omitempty"`
+	Thread bool `json:"thread,omitempty"` // a thread of TGID, not a process
+	// Untraced: a process the trace does not follow (no --children).
+	Untraced bool `json:"untraced,omitempty"`
+	// exit: ProcessExit says TID was its process's last thread; Signal is
+	// what killed it, else Status is its exit status. exec: Path is the
+	// program.
+	ProcessExit bool `json:"process_exit,omitempty"`
+	Status      int  `json:"status,omitempty"`
+	Signal      int  `json:"signal,omitempty"`
+
 	Ret   int64  `json:"ret"`
 	Errno int    `json:"errno,omitempty"`
 	Error string `json:"error,omitempty"` // errno's name
 }
+
+// Lifetime says whether the record is a fork, exec or exit rather than a
+// call on a device.
+func (r *Record) Lifetime() bool { return r.Op == OpFork || r.Op == OpExec || r.Op == OpExit }
 
 // Trace is a whole file.
 type Trace struct {
@@ -129,7 +155,7 @@ func Read(r io.Reader) (*Trace, error) {
 			if err := json.Unmarshal(sc.Bytes(), &t.Header); err != nil {
 				return nil, fmt.Errorf("trace header: %w", err)
 			}
-			if t.Header.Format != Format {
+			if t.Header.Format != Format && t.Header.Format != formatV1 {
 				return nil, fmt.Errorf("trace header: format %q, want %q", t.Header.Format, Format)
 			}
 			continue
@@ -157,7 +183,7 @@ func Read(r io.Reader) (*Trace, error) {
 
 func (r *Record) check() error {
 	switch r.Op {
-	case OpOpen, OpClose, OpMmap, OpMunmap:
+	case OpOpen, OpClose, OpMmap, OpMunmap, OpFork, OpExec, OpExit:
 	case OpIoctl:
 		if r.Size < 0 || len(r.Before) > r.Size || len(r.After) > r.Size {
 			return fmt.Errorf("seq %d: argument of %d/%d bytes for a %d-byte struct", r.Seq, len(r.Before), len(r.After), r.Size)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -38,7 +39,7 @@ const ringSize = 16 << 20
 
 // Options choose what a probe follows.
 type ProbeOptions struct {
-	Children bool // follow forks of traced processes
+	Children bool // follow the processes traced ones fork (their threads are always followed)
 	// Table gives the commands whose nested buffers are copied.
 	Table *ioctl.Table
 }
@@ -86,12 +87,19 @@ func NewProbe(o ProbeOptions) (_ *Probe, err error) {
 	if err := p.attach("sys_exit", exitProg(m)); err != nil {
 		return nil, err
 	}
-	if o.Children {
-		off, err := taskTgidOffset()
-		if err != nil {
-			return nil, err
-		}
-		if err := p.attach("sched_process_fork", forkProg(m, off)); err != nil {
+	offs, err := taskLayout()
+	if err != nil {
+		return nil, err
+	}
+	for _, prog := range []struct {
+		tp    string
+		insns asm.Instructions
+	}{
+		{"sched_process_fork", forkProg(m, offs, o.Children)},
+		{"sched_process_exec", execProg(m, offs)},
+		{"sched_process_exit", deathProg(m, offs)},
+	} {
+		if err := p.attach(prog.tp, prog.insns); err != nil {
 			return nil, err
 		}
 	}
@@ -167,23 +175,36 @@ func (p *Probe) fillNested(tab *ioctl.Table) error {
 	return nil
 }
 
-// taskTgidOffset finds task_struct.tgid in the kernel's BTF: the fork
-// program reads the child's tgid there.
-func taskTgidOffset() (int32, error) {
+// taskLayout finds in the kernel's BTF the members the lifetime programs
+// read: who a new task is, how a thread ended, what a process executed.
+func taskLayout() (taskOffsets, error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return 0, fmt.Errorf("trace: --children needs the kernel's BTF: %w", err)
+		return taskOffsets{}, fmt.Errorf("trace: following processes needs the kernel's BTF: %w", err)
 	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, fmt.Errorf("trace: task_struct in the kernel's BTF: %w", err)
-	}
-	for _, m := range task.Members {
-		if m.Name == "tgid" {
-			return int32(m.Offset.Bytes()), nil
+	var o taskOffsets
+	for _, m := range []struct {
+		typ, member string
+		off         *int32
+	}{
+		{"task_struct", "pid", &o.pid},
+		{"task_struct", "tgid", &o.tgid},
+		{"task_struct", "exit_code", &o.exitCode},
+		{"task_struct", "signal", &o.signal},
+		{"signal_struct", "live", &o.live},
+		{"linux_binprm", "filename", &o.filename},
+	} {
+		var st *btf.Struct
+		if err := spec.TypeByName(m.typ, &st); err != nil {
+			return taskOffsets{}, fmt.Errorf("trace: %s in the kernel's BTF: %w", m.typ, err)
 		}
+		i := slices.IndexFunc(st.Members, func(x btf.Member) bool { return x.Name == m.member })
+		if i < 0 {
+			return taskOffsets{}, fmt.Errorf("trace: %s has no %s member in the kernel's BTF", m.typ, m.member)
+		}
+		*m.off = int32(st.Members[i].Offset.Bytes())
 	}
-	return 0, errors.New("trace: task_struct has no tgid member in the kernel's BTF")
+	return o, nil
 }
 
 // Add traces a process (by tgid).

@@ -50,6 +50,9 @@ const (
 
 	kindEnter = 1
 	kindExit  = 2
+	kindFork  = 3 // a traced task made a thread or process
+	kindExec  = 4
+	kindDeath = 5 // a traced thread exited
 )
 
 // Event offsets of the copied registers that carry syscall arguments.
@@ -396,27 +399,143 @@ func exitProg(m progMaps) asm.Instructions {
 	return append(insns, exitLabel("exit")...)
 }
 
-// forkProg handles raw tracepoint sched_process_fork(parent, child): a
-// child of a traced process is traced too.
-func forkProg(m progMaps, tgidOffset int32) asm.Instructions {
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, tgidFilter(m, "exit")...)
-	insns = append(insns,
+// taskOffsets are the kernel structure members the lifetime programs read,
+// found in the kernel's BTF (see taskLayout).
+type taskOffsets struct {
+	pid, tgid, exitCode, signal int32 // in task_struct
+	live                        int32 // in signal_struct: threads not yet exited
+	filename                    int32 // in linux_binprm
+}
+
+// lifeEvent reserves a short event of the given kind for the current task
+// (pid_tgid in R7) into R9 and zeroes what a syscall event would carry.
+func lifeEvent(m progMaps, kind int32, size int32) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMapPtr(asm.R1, m.events),
+		asm.Mov.Imm(asm.R2, size),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
+		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
+		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+	}
+	for off := int16(evNr); off < evData; off += 8 {
+		insns = append(insns, asm.StoreMem(asm.R9, off, asm.R1, asm.DWord))
+	}
+	return append(insns,
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R9, evTime, asm.R0, asm.DWord),
+	)
+}
+
+// readKernel copies size bytes at R3+off (R3: a kernel pointer) to the
+// stack slot dst, or leaves the program.
+func readKernel(dst int16, size int32, off int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Add.Imm(asm.R3, off),
 		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, stKey),
-		asm.Mov.Imm(asm.R2, 4),
-		asm.LoadMem(asm.R3, asm.R6, 8, asm.DWord), // ctx->args[1]: the child's task_struct
-		asm.Add.Imm(asm.R3, tgidOffset),
+		asm.Add.Imm(asm.R1, int32(dst)),
+		asm.Mov.Imm(asm.R2, size),
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "exit"),
-		asm.StoreImm(asm.RFP, stValue, 1, asm.Word),
+	}
+}
+
+// forkProg handles raw tracepoint sched_process_fork(parent, child), which
+// the parent runs for every new thread and process. It records a fork of a
+// traced process; with children, a new process is traced too.
+func forkProg(m progMaps, o taskOffsets, children bool) asm.Instructions {
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	insns = append(insns, tgidFilter(m, "exit")...)
+	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 8, asm.DWord)) // ctx->args[1]: the child's task_struct
+	insns = append(insns, readKernel(stKey, 4, o.tgid)...)
+	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 8, asm.DWord))
+	insns = append(insns, readKernel(stValue, 4, o.pid)...)
+	if children {
+		insns = append(insns,
+			asm.StoreImm(asm.RFP, stArg, 1, asm.Word),
+			asm.LoadMapPtr(asm.R1, m.tgids),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, stKey),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, stArg),
+			asm.Mov.Imm(asm.R4, 0),
+			asm.FnMapUpdateElem.Call(),
+		)
+	}
+	insns = append(insns, lifeEvent(m, kindFork, shortEvent)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.RFP, stValue, asm.Word),
+		asm.StoreMem(asm.R9, regDI, asm.R1, asm.DWord), // args[0]: the child's tid
+		asm.LoadMem(asm.R1, asm.RFP, stKey, asm.Word),
+		asm.StoreMem(asm.R9, regSI, asm.R1, asm.DWord), // args[1]: its tgid
+	)
+	insns = append(insns, submit(m, "submit")...)
+	insns = append(insns, lostLabel(m)...)
+	return append(insns, exitLabel("exit")...)
+}
+
+// execProg handles raw tracepoint sched_process_exec(task, old_pid, bprm):
+// a traced process ran a new program, whose file name it records.
+func execProg(m progMaps, o taskOffsets) asm.Instructions {
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	insns = append(insns, tgidFilter(m, "exit")...)
+	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 16, asm.DWord)) // ctx->args[2]: struct linux_binprm *
+	insns = append(insns, readKernel(stArg, 8, o.filename)...)
+	insns = append(insns, lifeEvent(m, kindExec, pathEvent)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.R6, 8, asm.DWord), // ctx->args[1]: the tid before exec
+		asm.StoreMem(asm.R9, regDI, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.Add.Imm(asm.R1, evData),
+		asm.Mov.Imm(asm.R2, pathCopy),
+		asm.LoadMem(asm.R3, asm.RFP, stArg, asm.DWord),
+		asm.FnProbeReadKernelStr.Call(),
+		asm.JSLE.Imm(asm.R0, 0, "submit"),
+		asm.StoreMem(asm.R9, evDataLen, asm.R0, asm.Word),
+	)
+	insns = append(insns, submit(m, "submit")...)
+	insns = append(insns, lostLabel(m)...)
+	return append(insns, exitLabel("exit")...)
+}
+
+// deathProg handles raw tracepoint sched_process_exit(task), which a thread
+// runs as it exits, after its exit code is set and its process's count of
+// live threads is dropped, and before its files are closed.
+func deathProg(m progMaps, o taskOffsets) asm.Instructions {
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	insns = append(insns, tgidFilter(m, "exit")...)
+	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord)) // ctx->args[0]: the task
+	insns = append(insns, readKernel(stValue, 4, o.exitCode)...)
+	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord))
+	insns = append(insns, readKernel(stArg, 8, o.signal)...)
+	insns = append(insns, asm.LoadMem(asm.R3, asm.RFP, stArg, asm.DWord))
+	insns = append(insns, readKernel(stKey, 4, o.live)...)
+	insns = append(insns,
+		// The process's last thread: stop following its tgid, which the
+		// kernel may hand out again (and the map has room for others).
+		asm.LoadMem(asm.R1, asm.RFP, stKey, asm.Word),
+		asm.JNE.Imm(asm.R1, 0, "alive"),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.RSh.Imm(asm.R1, 32),
+		asm.StoreMem(asm.RFP, stArg, asm.R1, asm.Word),
 		asm.LoadMapPtr(asm.R1, m.tgids),
 		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, stValue),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnMapUpdateElem.Call(),
+		asm.Add.Imm(asm.R2, stArg),
+		asm.FnMapDeleteElem.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("alive"),
 	)
+	insns = append(insns, lifeEvent(m, kindDeath, shortEvent)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.RFP, stValue, asm.Word),
+		asm.StoreMem(asm.R9, evRet, asm.R1, asm.DWord), // the exit code, as wait(2) reports it
+		asm.LoadMem(asm.R1, asm.RFP, stKey, asm.Word),
+		asm.StoreMem(asm.R9, regDI, asm.R1, asm.DWord), // args[0]: threads left
+	)
+	insns = append(insns, submit(m, "submit")...)
+	insns = append(insns, lostLabel(m)...)
 	return append(insns, exitLabel("exit")...)
 }

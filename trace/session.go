@@ -75,6 +75,7 @@ func Start(o Options) (*Session, error) {
 		s.asm.isDevice = o.Device
 	}
 	s.asm.deviceFD = probe.SetDeviceFD
+	s.asm.children = o.Children
 	go func() { s.done <- s.loop() }()
 	return s, nil
 }

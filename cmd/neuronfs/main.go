@@ -37,21 +37,22 @@ func main() {
 // mount and run (executed in child processes).
 func commands() map[string]func([]string) int {
 	return map[string]func([]string) int{
-		"mount":     cmdMount,
-		"run":       cmdRun,
-		"instances": cmdInstances,
-		"ls":        cmdLs,
-		"top":       cmdTop,
-		"cleanup":   cmdCleanup,
-		"trace":     cmdTrace,
-		"replay":    cmdReplay,
-		"help":      cmdHelp,
-		"version":   cmdVersion,
-		nsRunCmd:    cmdNsRun,
-		execCmd:     cmdExec,
-		reapCmd:     cmdReap,
-		traceeCmd:   cmdTracee,
-		replayCmd:   cmdReplayInside,
+		"mount":         cmdMount,
+		"run":           cmdRun,
+		"instances":     cmdInstances,
+		"ls":            cmdLs,
+		"top":           cmdTop,
+		"cleanup":       cmdCleanup,
+		"trace":         cmdTrace,
+		"replay":        cmdReplay,
+		"help":          cmdHelp,
+		"version":       cmdVersion,
+		nsRunCmd:        cmdNsRun,
+		execCmd:         cmdExec,
+		reapCmd:         cmdReap,
+		traceeCmd:       cmdTracee,
+		replayCmd:       cmdReplayInside,
+		replayWorkerCmd: cmdReplayWorker,
 	}
 }
 

@@ -15,8 +15,12 @@ import (
 	"github.com/neuronfs/neuronfs/trace/replay"
 )
 
-// replayCmd is the hidden half of replay that runs inside `run`.
-const replayCmd = "__replay"
+// replayCmd is the hidden half of replay that runs inside `run`, and
+// replayWorkerCmd the process it starts per recorded process.
+const (
+	replayCmd       = "__replay"
+	replayWorkerCmd = "__replay-worker"
+)
 
 func cmdReplay(args []string) int {
 	fl := flag.NewFlagSet("replay", flag.ContinueOnError)
@@ -92,29 +96,22 @@ func cmdReplay(args []string) int {
 }
 
 func cmdReplayInside(args []string) int {
-	fl := flag.NewFlagSet(replayCmd, flag.ContinueOnError)
-	strict := fl.Bool("strict", false, "")
-	mapAddrs := fl.Bool("map-addresses", false, "")
-	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
-		return 2
+	t, o, file, status := replayArgs(replayCmd, args)
+	if t == nil {
+		return status
 	}
-	f, err := os.Open(fl.Arg(0))
+	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
 		return 1
 	}
-	t, err := trace.Read(f)
-	f.Close()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "neuronfs replay: %s: %v\n", fl.Arg(0), err)
-		return 1
-	}
-	results, err := replay.Run(t, replay.Options{Strict: *strict, MapAddresses: *mapAddrs})
+	o.Worker = []string{self, replayWorkerCmd, fmt.Sprintf("--map-addresses=%v", o.MapAddresses), file}
+	results, err := replay.Run(t, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
 		return 1
 	}
-	if *strict {
+	if o.Strict && len(results) > 0 {
 		if last := results[len(results)-1]; last.Status == replay.Differ {
 			fmt.Fprintf(os.Stderr, "neuronfs replay: call %d (%s) differs: %s\n", last.Seq, last.Call, strings.Join(last.Diffs, "; "))
 			return 1
@@ -128,4 +125,41 @@ func cmdReplayInside(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// cmdReplayWorker replays one recorded process for cmdReplayInside, which
+// hands it its calls over fd 3.
+func cmdReplayWorker(args []string) int {
+	t, o, _, status := replayArgs(replayWorkerCmd, args)
+	if t == nil {
+		return status
+	}
+	if err := replay.Serve(t, o, os.NewFile(3, "replay sequencer")); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return 1
+	}
+	return 0
+}
+
+// replayArgs reads the flags and trace of the hidden replay commands; a
+// nil trace comes with the exit status.
+func replayArgs(name string, args []string) (*trace.Trace, replay.Options, string, int) {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	strict := fl.Bool("strict", false, "")
+	mapAddrs := fl.Bool("map-addresses", false, "")
+	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
+		return nil, replay.Options{}, "", 2
+	}
+	f, err := os.Open(fl.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
+		return nil, replay.Options{}, "", 1
+	}
+	t, err := trace.Read(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "neuronfs replay: %s: %v\n", fl.Arg(0), err)
+		return nil, replay.Options{}, "", 1
+	}
+	return t, replay.Options{Strict: *strict, MapAddresses: *mapAddrs}, fl.Arg(0), 0
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,8 +85,25 @@ func TestTraceBringup(t *testing.T) {
 	if tr.Header.DriverVersion != "2.25.4.0" || tr.Header.Architecture != "NDv3 Trainium2" || tr.Header.Machine != "amd64" {
 		t.Errorf("header %+v", tr.Header)
 	}
-	var got []string
+	// The client's own process: exec'd by the tracer, ended with status 0.
+	var calls []trace.Record
+	var ended string
 	for _, r := range tr.Records {
+		switch {
+		case r.Op == trace.OpExit && r.ProcessExit:
+			ended = trace.ExitText(&r)
+		case !r.Lifetime():
+			calls = append(calls, r)
+		}
+	}
+	execd := slices.ContainsFunc(tr.Records, func(r trace.Record) bool {
+		return r.Op == trace.OpExec && r.Seq < calls[0].Seq && filepath.Base(r.Path) == filepath.Base(os.Args[0])
+	})
+	if !execd || ended != "exit 0" {
+		t.Errorf("lifetime: exec of the client recorded %v, process ended %q", execd, ended)
+	}
+	var got []string
+	for _, r := range calls {
 		if r.Op == trace.OpIoctl {
 			got = append(got, r.Name)
 		} else {
@@ -103,7 +121,7 @@ func TestTraceBringup(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(bringupCalls, " ") {
 		t.Fatalf("calls:\n got %v\nwant %v", got, bringupCalls)
 	}
-	rec := func(i int) *trace.Record { return &tr.Records[i] }
+	rec := func(i int) *trace.Record { return &calls[i] }
 	// nth finds the n-th (from 0) call of that name in bringupCalls.
 	nth := func(name string, n int) int {
 		for i, c := range bringupCalls {
@@ -236,8 +254,8 @@ func TestTraceWithoutPrivilege(t *testing.T) {
 }
 
 // Traced from outside run with --children, the client (a grandchild of
-// the traced command) is followed; the daemon's on-behalf opens of the
-// device nodes show up under its own tgid.
+// the traced command) is followed, with its fork and exit; the daemon's
+// on-behalf opens of the device nodes show up under its own tgid.
 func TestTraceChildren(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "children.jsonl")
 	cmd := neuronfs(t, "trace", "--children", "-o", out, "--", os.Args[0], "run", "--instance", "trn2.3xlarge", "--", os.Args[0], "__client", "bringup")
@@ -249,7 +267,20 @@ func TestTraceChildren(t *testing.T) {
 		t.Errorf("header %+v", tr.Header)
 	}
 	byTgid := map[int][]string{}
+	forked, exited := map[int]bool{}, map[int]string{}
 	for _, r := range tr.Records {
+		switch r.Op {
+		case trace.OpFork:
+			forked[r.Child] = !r.Thread && !r.Untraced
+			continue
+		case trace.OpExit:
+			if r.ProcessExit {
+				exited[r.TGID] = trace.ExitText(&r)
+			}
+			continue
+		case trace.OpExec:
+			continue
+		}
 		name := r.Op
 		if r.Op == trace.OpIoctl {
 			name = r.Name
@@ -260,6 +291,10 @@ func TestTraceChildren(t *testing.T) {
 	for tgid, calls := range byTgid {
 		if strings.Join(calls, " ") == strings.Join(bringupCalls, " ") {
 			found = true
+			// Its lifetime is recorded: a followed fork, a clean exit.
+			if !forked[tgid] || exited[tgid] != "exit 0" {
+				t.Errorf("client %d: forked %v, ended %q", tgid, forked[tgid], exited[tgid])
+			}
 			continue
 		}
 		for _, c := range calls {
@@ -270,5 +305,35 @@ func TestTraceChildren(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no process made the bring-up calls: %v", byTgid)
+	}
+}
+
+// Without --children, a forked process is recorded as a fork the trace
+// does not follow (nothing of the child is), and the traced process's end
+// with its status.
+func TestTraceUntracedChild(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "untraced.jsonl")
+	cmd := neuronfs(t, "trace", "-o", out, "--", "sh", "-c", "/bin/true; exit 3")
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("trace of sh: %v, want exit status 3", err)
+	}
+	tr := readTrace(t, out)
+	var child, shell int
+	ended := ""
+	for _, r := range tr.Records {
+		switch {
+		case r.Op == trace.OpFork && !r.Thread:
+			if !r.Untraced || child != 0 {
+				t.Errorf("fork %+v (child so far %d)", r, child)
+			}
+			child, shell = r.Child, r.TGID
+		case r.TGID == child:
+			t.Errorf("record of the untraced child: %+v", r)
+		case r.Op == trace.OpExit && r.ProcessExit && r.TGID == shell:
+			ended = trace.ExitText(&r)
+		}
+	}
+	if child == 0 || ended != "exit 3" {
+		t.Fatalf("untraced child %d, shell ended %q\n%+v", child, ended, tr.Records)
 	}
 }

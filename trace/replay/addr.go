@@ -88,7 +88,7 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 		}
 		return
 	}
-	want := s.addrs.translate(oldAfter)
+	want := s.Addrs.translate(oldAfter)
 	switch {
 	case want == newAfter:
 		if want != oldAfter {
@@ -99,7 +99,7 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 		// came back where the recording had an address.
 		res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %#x (replayed as %#x), got %#x", name, oldAfter, want, newAfter))
 	default:
-		s.addrs.learn(oldAfter, newAfter, max(size, defaultAddrSpan))
+		s.Addrs.learn(oldAfter, newAfter, max(size, defaultAddrSpan))
 		res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new address: recorded %#x is %#x here)", name, oldAfter, newAfter))
 	}
 }
@@ -109,7 +109,7 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 func (s *state) translateDescriptors(b []byte) {
 	for off := 0; off+dma.DescSize <= len(b); off += dma.DescSize {
 		d := dma.Decode(b[off:])
-		if a := s.addrs.translate(d.Addr); a != d.Addr {
+		if a := s.Addrs.translate(d.Addr); a != d.Addr {
 			d.Addr = a
 			d.Put(b[off:])
 		}

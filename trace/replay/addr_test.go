@@ -66,10 +66,10 @@ func TestCompareAddress(t *testing.T) {
 		t.Fatalf("a missing address not reported: %+v", res)
 	}
 	s.compareAddress(&res, "pa", 0, 0x100000, 0x6000000, 0) // reused in the recording
-	if got := s.addrs.translate(0x100000); got != 0x6000000 {
+	if got := s.Addrs.translate(0x100000); got != 0x6000000 {
 		t.Fatalf("reused address translates to %#x", got)
 	}
-	s.addrs.learn(0x100000, 0x5000000, 1<<20)
+	s.Addrs.learn(0x100000, 0x5000000, 1<<20)
 
 	// Descriptors naming the learned chunk are rewritten; others are not.
 	tx, _ := dma.CopyPair(0x100000+64, 0x42000, 16, 1)

@@ -17,7 +17,7 @@ import (
 func (s *state) translateBARs(b []byte) {
 	for off := 0; off+8 <= len(b); off += 8 {
 		a := binary.LittleEndian.Uint64(b[off:])
-		binary.LittleEndian.PutUint64(b[off:], s.bars.translate(a))
+		binary.LittleEndian.PutUint64(b[off:], s.BARs.translate(a))
 	}
 }
 
@@ -36,7 +36,7 @@ func (s *state) learnBARs(res *Result, st abi.Struct, addrs abi.Field, want, got
 		if i+8 <= sizes.Size {
 			size = binary.LittleEndian.Uint64(got[sizes.Offset+i:])
 		}
-		s.bars.learn(old, new, max(size, defaultAddrSpan))
+		s.BARs.learn(old, new, max(size, defaultAddrSpan))
 		res.NotCompared = append(res.NotCompared, fmt.Sprintf("bar_address[%d] (recorded %#x is %#x here)", i/8, old, new))
 	}
 }

@@ -43,7 +43,7 @@ func (s *state) mapArrayHandles(st abi.Struct, b []byte) {
 				if !f.Handle() || f.Size != 8 {
 					continue
 				}
-				if h, ok := s.handles[binary.LittleEndian.Uint64(e[f.Offset:])]; ok {
+				if h, ok := s.Handles[binary.LittleEndian.Uint64(e[f.Offset:])]; ok {
 					binary.LittleEndian.PutUint64(e[f.Offset:], h)
 				}
 			}

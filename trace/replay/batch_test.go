@@ -26,7 +26,7 @@ func TestMapArrayHandles(t *testing.T) {
 	put(0, rx, 2)
 	put(1, tx, 7) // no call returned 7
 	put(2, tx, 1) // beyond count
-	s := &state{handles: map[uint64]uint64{1: 9, 2: 10}}
+	s := &state{shared: shared{Handles: map[uint64]uint64{1: 9, 2: 10}}}
 	s.mapArrayHandles(st, b)
 	if get(0, tx) != 9 || get(0, rx) != 10 || get(1, tx) != 7 || get(2, tx) != 1 {
 		t.Fatalf("entries after mapping: %d %d %d %d", get(0, tx), get(0, rx), get(1, tx), get(2, tx))

@@ -42,7 +42,7 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 	case len(r.Before) < st.Size:
 		return skip("argument not recorded in full")
 	}
-	buf, addr, err := s.mem.alloc(st.Size)
+	buf, addr, err := callerBuffer(st.Size)
 	if err != nil {
 		return res, err
 	}
@@ -59,7 +59,7 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			} else {
 				res.NotCompared = append(res.NotCompared, f.Name+" buffer (size unknown, a zeroed page passed)")
 			}
-			nb, naddr, err := s.mem.alloc(size)
+			nb, naddr, err := callerBuffer(size)
 			if err != nil {
 				return res, err
 			}
@@ -69,12 +69,12 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 			}
 			nested[f.Name] = nb
 			abi.PutUint(buf, f, naddr)
-		case f.Role == ioctl.RolePID && s.tgids[int(old)]:
-			abi.PutUint(buf, f, ourPID()) // the traced process's pid is ours now
+		case f.Role == ioctl.RolePID && s.PIDs[int(old)] != 0:
+			abi.PutUint(buf, f, s.PIDs[int(old)]) // the traced process's replayer
 		case f.Role == ioctl.RoleAddress && old != 0:
-			abi.PutUint(buf, f, s.addrs.translate(old))
+			abi.PutUint(buf, f, s.Addrs.translate(old))
 		case f.Handle() && old != 0:
-			if h, ok := s.handles[old]; ok {
+			if h, ok := s.Handles[old]; ok {
 				abi.PutUint(buf, f, h)
 			} else {
 				res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s %d passed as recorded (no earlier call returned it)", f.Name, old))
@@ -84,6 +84,12 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 	s.mapArrayHandles(st, buf)
 	ret, e := sysIoctl(fd, r.Cmd, addr)
 	result(&res, r, ret, e)
+	if e != 0 || r.Errno != 0 {
+		// What a failed call leaves in its argument is not an output: the
+		// errno (compared above) is the whole answer.
+		res.NotCompared = append(res.NotCompared, "outputs (the call failed)")
+		return finish(res), nil
+	}
 	if len(r.After) < st.Size {
 		res.NotCompared = append(res.NotCompared, "output (not recorded)")
 		return finish(res), nil
@@ -143,9 +149,9 @@ func (s *state) compareField(res *Result, r *trace.Record, st abi.Struct, f abi.
 	case s.mapAddrs && f.Role == ioctl.RoleBARAddress:
 		s.learnBARs(res, st, f, r.After, got)
 		return
-	case f.Role == ioctl.RolePID && s.tgids[int(oldAfter)]:
-		if newAfter != ourPID() {
-			res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded the caller's pid %d, got %d (not ours, %d)", f.Name, oldAfter, newAfter, ourPID()))
+	case f.Role == ioctl.RolePID && s.PIDs[int(oldAfter)] != 0:
+		if want := s.PIDs[int(oldAfter)]; newAfter != want {
+			res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded traced process %d, got %d (not its replayer, %d)", f.Name, oldAfter, newAfter, want))
 		}
 		return
 	}
@@ -160,7 +166,7 @@ func (s *state) compareHandle(res *Result, name string, oldBefore, oldAfter, new
 	if oldAfter == 0 && newAfter == 0 {
 		return
 	}
-	if h, ok := s.handles[oldAfter]; ok {
+	if h, ok := s.Handles[oldAfter]; ok {
 		// With address mapping a recording made elsewhere may reuse a
 		// value freed earlier (a handle, a chunk's kernel address): an
 		// output that differs from the map replaces the mapping.
@@ -173,9 +179,16 @@ func (s *state) compareHandle(res *Result, name string, oldBefore, oldAfter, new
 		}
 	}
 	if oldAfter != oldBefore && oldAfter != 0 && newAfter != 0 {
-		s.handles[oldAfter] = newAfter
-		res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
+		s.Handles[oldAfter] = newAfter
+		if oldAfter == newAfter {
+			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle %d, as recorded)", name, newAfter))
+		} else {
+			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
+		}
 		return
+	}
+	if oldAfter == oldBefore && newAfter == oldAfter {
+		return // an input no call returned, passed as recorded and left alone
 	}
 	res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %d, got %d", name, oldAfter, newAfter))
 }

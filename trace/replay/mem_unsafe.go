@@ -6,11 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// arena hands out caller buffers outside the Go heap, so their addresses
-// stay valid while the driver (or an async copy) uses them.
-type arena struct{ chunks [][]byte }
-
-func (a *arena) alloc(n int) ([]byte, uint64, error) {
+// callerBuffer hands out a caller buffer outside the Go heap, so its
+// address stays valid while the driver (or an async copy) uses it. A
+// worker's buffers go when it exits.
+func callerBuffer(n int) ([]byte, uint64, error) {
 	if n <= 0 {
 		n = 1
 	}
@@ -18,15 +17,7 @@ func (a *arena) alloc(n int) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	a.chunks = append(a.chunks, b)
 	return b, uint64(uintptr(unsafe.Pointer(&b[0]))), nil
-}
-
-func (a *arena) free() {
-	for _, b := range a.chunks {
-		unix.Munmap(b)
-	}
-	a.chunks = nil
 }
 
 func sysIoctl(fd int, cmd uint32, arg uint64) (int64, unix.Errno) {

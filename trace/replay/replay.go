@@ -1,13 +1,14 @@
 // Package replay re-issues a recorded trace against devices (emulated, in
-// practice) and compares each call's result and output with the recording.
+// practice) and compares each call's result and output with the recording,
+// each recorded process's calls from a process of its own (see Run).
 // What differs between runs by nature is rewritten, not compared: fds,
 // user pointers (fresh buffers of the recorded sizes), memory handles
-// (mapped from the ones earlier calls returned) and the caller's pid.
+// (mapped from the ones earlier calls returned) and the pids of the traced
+// processes (their replayers').
 package replay
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,9 @@ type Options struct {
 	// MapAddresses translates physical addresses (see addrMap) instead of
 	// requiring the recorded ones, for captures made elsewhere.
 	MapAddresses bool
+	// Worker is the command that runs a worker (one that calls Serve on
+	// fd 3, with the same trace and options), for Run.
+	Worker []string
 }
 
 type fdKey struct{ tgid, fd int }
@@ -50,39 +54,32 @@ type mapKey struct {
 	addr uint64
 }
 
-type state struct {
-	tab      *ioctl.Table
-	fds      map[fdKey]int
-	handles  map[uint64]uint64
-	maps     map[mapKey]uint64
-	addrs    addrMap
-	bars     addrMap // BAR addresses, a space of their own
-	mapAddrs bool
-	tgids    map[int]bool // processes of the trace: their pid reads as ours
-	mem      arena
+// shared is what the processes of a replay see alike, carried from one
+// to the next with each call (see Run): a handle or address one process
+// learns is valid in the others (a chunk shared through the datastore),
+// and each recorded process's pid maps to its replayer's.
+type shared struct {
+	Handles map[uint64]uint64
+	Addrs   addrMap
+	BARs    addrMap // BAR addresses, a space of their own
+	PIDs    map[int]uint64
 }
 
-// Run replays every record in order, in this process.
-func Run(t *trace.Trace, o Options) ([]Result, error) {
-	s := &state{tab: t.Table(), fds: map[fdKey]int{}, handles: map[uint64]uint64{}, maps: map[mapKey]uint64{}, tgids: map[int]bool{}, mapAddrs: o.MapAddresses}
-	defer s.mem.free()
-	for _, r := range t.Records {
-		s.tgids[r.TGID] = true
+// state replays the calls of one recorded process.
+type state struct {
+	shared
+	tab      *ioctl.Table
+	fds      map[fdKey]int
+	cloexec  map[fdKey]bool // fds an exec closes
+	maps     map[mapKey]uint64
+	mapAddrs bool
+}
+
+func newState(t *trace.Trace, o Options) *state {
+	return &state{
+		shared: shared{Handles: map[uint64]uint64{}, PIDs: map[int]uint64{}},
+		tab:    t.Table(), fds: map[fdKey]int{}, cloexec: map[fdKey]bool{}, maps: map[mapKey]uint64{}, mapAddrs: o.MapAddresses,
 	}
-	var out []Result
-	for i := range t.Records {
-		r := &t.Records[i]
-		res, err := s.call(r)
-		if err != nil {
-			return out, fmt.Errorf("replay seq %d: %w", r.Seq, err)
-		}
-		res.Seq = r.Seq
-		out = append(out, res)
-		if o.Strict && res.Status == Differ {
-			break
-		}
-	}
-	return out, nil
 }
 
 func (s *state) call(r *trace.Record) (Result, error) {
@@ -137,6 +134,7 @@ func (s *state) open(r *trace.Record) Result {
 	}
 	if e == 0 {
 		s.fds[fdKey{r.TGID, r.FD}] = fd
+		s.cloexec[fdKey{r.TGID, r.FD}] = r.Flags&unix.O_CLOEXEC != 0
 		res.NotCompared = append(res.NotCompared, "fd (rewritten)")
 		result(&res, r, r.Ret, 0)
 	} else {
@@ -152,6 +150,7 @@ func (s *state) close(r *trace.Record) Result {
 		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
 	}
 	delete(s.fds, fdKey{r.TGID, r.FD})
+	delete(s.cloexec, fdKey{r.TGID, r.FD})
 	var e unix.Errno
 	if err := unix.Close(fd); err != nil {
 		e, _ = err.(unix.Errno)
@@ -168,7 +167,7 @@ func (s *state) mmap(r *trace.Record) Result {
 	}
 	// The recorded address is this process's to choose again; the offset
 	// is a physical address, translated like the others.
-	offset := s.addrs.translate(r.Offset)
+	offset := s.Addrs.translate(r.Offset)
 	if offset != r.Offset {
 		res.NotCompared = append(res.NotCompared, fmt.Sprintf("offset (recorded %#x is %#x here)", r.Offset, offset))
 	}
@@ -191,6 +190,3 @@ func (s *state) munmap(r *trace.Record) Result {
 	result(&res, r, 0, sysMunmap(addr, r.Len))
 	return finish(res)
 }
-
-// ourPID is what a pid field of a traced process reads as here.
-func ourPID() uint64 { return uint64(os.Getpid()) }
