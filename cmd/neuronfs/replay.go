@@ -34,7 +34,7 @@ func cmdReplay(args []string) int {
 			fl.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	strict := fl.Bool("strict", false, "stop with a non-zero status at the first call that differs")
+	strict := fl.Bool("strict", false, "count values rewritten to something other than recorded (handles, physical addresses) as differences, and stop at the first call that differs")
 	mapAddrs := fl.Bool("map-addresses", false, "translate physical addresses (chunk PAs, mmap offsets, descriptor addresses) learned from outputs, for captures made on real hardware or another host")
 	fl.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: neuronfs replay FILE [--instance NAME ...] [--strict] [--map-addresses]")

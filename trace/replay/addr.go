@@ -92,7 +92,7 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 	switch {
 	case want == newAfter:
 		if want != oldAfter {
-			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (address: recorded %#x is %#x here)", name, oldAfter, newAfter))
+			s.rewrote(res, fmt.Sprintf("%s (address: recorded %#x is %#x here)", name, oldAfter, newAfter))
 		}
 	case oldAfter == oldBefore || newAfter == 0:
 		// An input the call should have left as translated, or nothing
@@ -100,7 +100,7 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 		res.Diffs = append(res.Diffs, fmt.Sprintf("%s: recorded %#x (replayed as %#x), got %#x", name, oldAfter, want, newAfter))
 	default:
 		s.Addrs.learn(oldAfter, newAfter, max(size, defaultAddrSpan))
-		res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new address: recorded %#x is %#x here)", name, oldAfter, newAfter))
+		s.rewrote(res, fmt.Sprintf("%s (new address: recorded %#x is %#x here)", name, oldAfter, newAfter))
 	}
 }
 

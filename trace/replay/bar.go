@@ -37,6 +37,6 @@ func (s *state) learnBARs(res *Result, st abi.Struct, addrs abi.Field, want, got
 			size = binary.LittleEndian.Uint64(got[sizes.Offset+i:])
 		}
 		s.BARs.learn(old, new, max(size, defaultAddrSpan))
-		res.NotCompared = append(res.NotCompared, fmt.Sprintf("bar_address[%d] (recorded %#x is %#x here)", i/8, old, new))
+		s.rewrote(res, fmt.Sprintf("bar_address[%d] (recorded %#x is %#x here)", i/8, old, new))
 	}
 }

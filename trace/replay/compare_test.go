@@ -45,6 +45,27 @@ func TestCompareHandle(t *testing.T) {
 	}
 }
 
+// --strict counts a value rewritten to another one as a difference; a
+// handle handed out as recorded is no difference either way.
+func TestStrictCountsRewrites(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		s := &state{shared: shared{Handles: map[uint64]uint64{}}, strict: strict}
+		var res Result
+		s.compareHandle(&res, "h", 0, 7, 7)
+		if len(res.Diffs) != 0 {
+			t.Errorf("strict=%v: a handle handed out as recorded: %+v", strict, res)
+		}
+		res = Result{}
+		s.compareHandle(&res, "h", 0, 8, 9)
+		if got := len(res.Diffs); (got == 1) != strict || len(res.NotCompared) == len(res.Diffs) {
+			t.Errorf("strict=%v: a handle handed out as another: %+v", strict, res)
+		}
+		if strict && !strings.Contains(res.Diffs[0], "recorded 8 is 9 here") {
+			t.Errorf("strict difference names neither value: %q", res.Diffs[0])
+		}
+	}
+}
+
 // TestFailedCallOutputs is the MEM_GET_PA of an O_WRONLY fd that reported
 // "mem_handle: recorded 1, got 1": a call that failed as recorded matches,
 // its argument is not compared member by member, and a changed errno is

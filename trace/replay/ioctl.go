@@ -183,7 +183,7 @@ func (s *state) compareHandle(res *Result, name string, oldBefore, oldAfter, new
 		if oldAfter == newAfter {
 			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle %d, as recorded)", name, newAfter))
 		} else {
-			res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
+			s.rewrote(res, fmt.Sprintf("%s (new handle: recorded %d is %d here)", name, oldAfter, newAfter))
 		}
 		return
 	}
