@@ -237,11 +237,13 @@ func isMounted(t *testing.T, dir string) bool {
 	return false
 }
 
-// waitFor waits for a daemon started by a test: 10 s covers its start-up
-// on a loaded machine (a 16-device daemon starts in about 60 ms).
+// waitFor waits for a daemon started by a test: 30 s covers its start-up
+// on a loaded machine. A 16-device daemon starts in about 60 ms, but four
+// race-detector builds with the lock checker starting at once on a
+// loaded 2-core machine took over 10 s (TestNetPodFourCutLink).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testutil.WaitFor(t, what, 10*time.Second, cond)
+	testutil.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func startMount(t *testing.T, args ...string) (*exec.Cmd, string) {
