@@ -24,7 +24,7 @@ func (d *Device) sweepSemaphores(nc int) {
 	}
 	a.Sweep(func(op chip.Op, idx int, v uint32) {
 		if op == chip.Inc {
-			d.onSemIncrement(nc, uint32(idx), v)
+			d.onSemIncrement(nc, uint32(idx), v, false)
 		}
 	})
 }

@@ -229,11 +229,9 @@ func (e *Engine) transfer(src, dst, n uint64) uint32 {
 	if !ok {
 		return StatusReadError
 	}
-	to, ok := e.mem.SliceWrite(dst, n)
-	if !ok {
+	if !e.mem.Write(dst, from) {
 		return StatusWriteError
 	}
-	copy(to, from)
 	if e.opts.OnTransfer != nil {
 		e.opts.OnTransfer(n)
 	}

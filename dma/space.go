@@ -14,6 +14,11 @@ import (
 // device's physical-memory file and kept until Close, so slices of it
 // stay valid without a lock. A descriptor naming any other address makes
 // the engine abort, as an AXI decode error does on the chip.
+//
+// Addresses decode in this order (resolve): a neighbour window reaches
+// the peer's space, a host address the space of the device whose host
+// chunk holds it, anything else this space. Writes into an effect window
+// (a semaphore area) perform its operation instead of storing bytes.
 type Space struct {
 	fd      int
 	windows []*window // sorted by base
@@ -28,6 +33,28 @@ type Space struct {
 	// Admit runs before a write to [pa, pa+n) and may refuse it (nil:
 	// every write is admitted): the host's memory limit.
 	Admit func(pa, n uint64) bool
+	// PeerRoute decodes a neighbour-window address into the link and the
+	// address inside the peer (dhal.ArchFacts.PeerRoute); Peer returns
+	// the space at the other end of a link, or nil if no device is there.
+	PeerRoute func(pa uint64) (link int, local uint64, ok bool)
+	Peer      func(link int) *Space
+	// effects are windows whose writes have side effects, sorted by base.
+	effects []Effect
+}
+
+// Effect is a window of a Space whose writes act rather than store: Apply
+// gets the offset inside the window and the bytes written. It runs in the
+// writing engine's goroutine with no engine lock held.
+type Effect struct {
+	Range
+	Apply func(off uint64, b []byte)
+}
+
+// SetEffects installs the effect windows; it must run before any engine
+// uses the space. Windows must not overlap.
+func (m *Space) SetEffects(es []Effect) {
+	m.effects = append([]Effect(nil), es...)
+	sort.Slice(m.effects, func(i, j int) bool { return m.effects[i].Base < m.effects[j].Base })
 }
 
 // Range is one window of a Space.
@@ -57,31 +84,98 @@ func NewSpace(fd int, rs []Range) *Space {
 	return m
 }
 
-// Slice implements Memory. Host addresses of another device's chunks
-// reach that device's memory.
-func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
-	if m.HostOwner != nil && pa >= m.HostLo && pa < m.HostHi {
-		if other := m.HostOwner(pa); other != nil && other != m {
-			return other.Local(pa, n)
+// resolve finds the space that answers pa and the address inside it. A
+// peer's own neighbour windows are not followed: one hop is all a link
+// gives.
+func (m *Space) resolve(pa uint64) (*Space, uint64, bool) {
+	if m.PeerRoute != nil {
+		if link, local, ok := m.PeerRoute(pa); ok {
+			p := m.Peer(link)
+			if p == nil {
+				return nil, 0, false
+			}
+			return p.hostOwner(local), local, true
 		}
 	}
-	return m.Local(pa, n)
+	return m.hostOwner(pa), pa, true
 }
 
-// SliceWrite implements Memory: Slice, for a write the owning space
-// admits.
-func (m *Space) SliceWrite(pa, n uint64) ([]byte, bool) {
-	owner := m
+// hostOwner is the space whose memory holds pa: for a host address of
+// another device's chunk that device's (host memory is one on a real
+// host), else m.
+func (m *Space) hostOwner(pa uint64) *Space {
 	if m.HostOwner != nil && pa >= m.HostLo && pa < m.HostHi {
 		if other := m.HostOwner(pa); other != nil {
-			owner = other
+			return other
 		}
 	}
-	b, ok := owner.Local(pa, n)
-	if ok && owner.Admit != nil && !owner.Admit(pa, n) {
+	return m
+}
+
+// Slice implements Memory.
+func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
+	t, a, ok := m.resolve(pa)
+	if !ok {
+		return nil, false
+	}
+	return t.Local(a, n)
+}
+
+// SliceWrite is Slice for a plain store (no effect windows) that the
+// owning space admits.
+func (m *Space) SliceWrite(pa, n uint64) ([]byte, bool) {
+	t, a, ok := m.resolve(pa)
+	if !ok {
+		return nil, false
+	}
+	return t.sliceWrite(a, n)
+}
+
+func (m *Space) sliceWrite(pa, n uint64) ([]byte, bool) {
+	b, ok := m.Local(pa, n)
+	if ok && m.Admit != nil && !m.Admit(pa, n) {
 		return nil, false
 	}
 	return b, ok
+}
+
+// Write implements Memory: src lands at pa, except that the parts inside
+// an effect window of the owning space perform its operation.
+func (m *Space) Write(pa uint64, src []byte) bool {
+	t, a, ok := m.resolve(pa)
+	if !ok {
+		return false
+	}
+	for len(src) > 0 {
+		n := uint64(len(src))
+		e := t.effectFrom(a, n)
+		if e == nil || e.Base > a {
+			plain := n
+			if e != nil {
+				plain = e.Base - a
+			}
+			b, ok := t.sliceWrite(a, plain)
+			if !ok {
+				return false
+			}
+			n = uint64(copy(b, src))
+		} else {
+			n = min(n, e.Base+e.Size-a)
+			e.Apply(a-e.Base, src[:n])
+		}
+		a, src = a+n, src[n:]
+	}
+	return true
+}
+
+// effectFrom returns the first effect window that ends after pa and
+// starts before pa+n, or nil.
+func (m *Space) effectFrom(pa, n uint64) *Effect {
+	i := sort.Search(len(m.effects), func(i int) bool { return m.effects[i].Base+m.effects[i].Size > pa })
+	if i == len(m.effects) || m.effects[i].Base >= pa+n {
+		return nil
+	}
+	return &m.effects[i]
 }
 
 // Release drops the daemon's own page mappings of every window; the
