@@ -59,6 +59,7 @@ func (d *Device) initDMA() error {
 		return nil
 	}
 	d.initRoutes()
+	d.initSweeps()
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}

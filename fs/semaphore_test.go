@@ -155,4 +155,25 @@ func TestMappedSemaphoreWindows(t *testing.T) {
 	if v.Value != 33 {
 		t.Errorf("semaphore %d after set 30, +5, -2 through the mapping", v.Value)
 	}
+
+	// A TopSP's semaphore block has the same windows (the proxy's
+	// nec_inc_semaphore store); no ioctl reaches it, the sweeper does.
+	ts, ok := sys.Arch.LookupMmapResource(dhal.BlockTopSP, 9, dhal.ResourceSemaphore)
+	if !ok {
+		t.Fatal("no TopSP semaphore resource")
+	}
+	tm, err := unix.Mmap(fd, int64(ts.Offset), int(ts.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(tm)
+	tword := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&tm[off])) }
+	atomic.StoreUint32(tword(0x1800+4*idx), 3)
+	atomic.StoreUint32(tword(0x1800+4*(idx+1)), 4)
+	for atomic.LoadUint32(tword(0x1000+4*idx)) != 3 || atomic.LoadUint32(tword(0x1000+4*(idx+1))) != 4 {
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			t.Fatalf("mapped TopSP increments never applied: %d %d", atomic.LoadUint32(tword(0x1000+4*idx)), atomic.LoadUint32(tword(0x1000+4*(idx+1))))
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
