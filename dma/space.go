@@ -121,8 +121,8 @@ func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
 	return t.Local(a, n)
 }
 
-// SliceWrite is Slice for a plain store (no effect windows) that the
-// owning space admits.
+// SliceWrite implements Memory: Slice, for a write the owning space
+// admits; effect windows are plain memory here.
 func (m *Space) SliceWrite(pa, n uint64) ([]byte, bool) {
 	t, a, ok := m.resolve(pa)
 	if !ok {

@@ -1,0 +1,121 @@
+package dma
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Reductions in the engine. A TX descriptor's meta_ctrl can make the SDMA
+// engine compute while it copies: the known op words are add/min-max
+// 0x2000000, fma 0x2100000, CCE-ext 0x2400000 and gradient 0x2500000
+// (bits 25:20); the meaning of the bits below is not public. neuronfs
+// pins this convention, every part of it a guess [GUESS]:
+//
+//   - class (bits 25:20) 0x20 is a reduction; its CCE type sits in bits
+//     17:16 (the SDMA_CCETYPE numbering: ADD 0, MAX 2, MIN 3) and its
+//     element type in bits 12:8 (the instruction-set dtype numbering);
+//   - a reduction combines into the destination: dst = op(dst, src),
+//     element by element (what a ring reduce-scatter step needs);
+//   - FMA (type 1, or class 0x21), EXT and gradient are not emulated and,
+//     like an unknown element type, copy as the default op does.
+const (
+	metaClassShift   = 20
+	metaClassMask    = 0x3f << metaClassShift
+	metaClassReduce  = 0x20
+	metaCCEShift     = 16
+	metaCCEMask      = 3 << metaCCEShift
+	metaDtypeShift   = 8
+	metaDtypeMask    = 0x1f << metaDtypeShift
+	metaFirstAndLast = 3 // first and last block, as in MetaDefault
+)
+
+// CCE types (SDMA_CCETYPE).
+const (
+	CCEAdd = 0
+	CCEMax = 2
+	CCEMin = 3
+)
+
+// Element types (the instruction-set dtype enum) a reduction handles.
+const (
+	DtypeInt8   = 2
+	DtypeUint8  = 3
+	DtypeInt16  = 4
+	DtypeUint16 = 5
+	DtypeBF16   = 6
+	DtypeFP16   = 7
+	DtypeInt32  = 8
+	DtypeUint32 = 9
+	DtypeFP32   = 10
+)
+
+// ReduceMeta is the meta_ctrl word of a TX descriptor that reduces with
+// cce over elements of dtype.
+func ReduceMeta(cce, dtype uint32) uint32 {
+	return metaClassReduce<<metaClassShift | cce<<metaCCEShift&metaCCEMask | dtype<<metaDtypeShift&metaDtypeMask | metaFirstAndLast
+}
+
+// reducer is what a step does with its bytes instead of copying them.
+type reducer struct {
+	size  int // bytes per element
+	apply func(dst, src []byte)
+}
+
+// reductionOf decodes a TX meta_ctrl word; nil means a copy.
+func reductionOf(meta uint32) *reducer {
+	if meta&metaClassMask>>metaClassShift != metaClassReduce {
+		return nil
+	}
+	t, ok := elementTypes[meta&metaDtypeMask>>metaDtypeShift]
+	if !ok {
+		return nil
+	}
+	return t[meta&metaCCEMask>>metaCCEShift]
+}
+
+// combine reduces src into dst; a trailing partial element is left alone.
+func (r *reducer) combine(dst, src []byte) {
+	n := len(src) / r.size * r.size
+	for i := 0; i < n; i += r.size {
+		r.apply(dst[i:i+r.size], src[i:i+r.size])
+	}
+}
+
+// elementTypes: per dtype, the reducer of each CCE type (nil: copy).
+var elementTypes = map[uint32][4]*reducer{
+	DtypeFP32:   floatOps(4, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) }, func(b []byte, v float32) { le.PutUint32(b, math.Float32bits(v)) }),
+	DtypeBF16:   floatOps(2, func(b []byte) float32 { return bf16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, floatToBF16(v)) }),
+	DtypeFP16:   floatOps(2, func(b []byte) float32 { return fp16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, floatToFP16(v)) }),
+	DtypeInt32:  intOps(4, func(b []byte) int64 { return int64(int32(le.Uint32(b))) }, func(b []byte, v int64) { le.PutUint32(b, uint32(v)) }),
+	DtypeUint32: intOps(4, func(b []byte) int64 { return int64(le.Uint32(b)) }, func(b []byte, v int64) { le.PutUint32(b, uint32(v)) }),
+	DtypeInt16:  intOps(2, func(b []byte) int64 { return int64(int16(le.Uint16(b))) }, func(b []byte, v int64) { le.PutUint16(b, uint16(v)) }),
+	DtypeUint16: intOps(2, func(b []byte) int64 { return int64(le.Uint16(b)) }, func(b []byte, v int64) { le.PutUint16(b, uint16(v)) }),
+	DtypeInt8:   intOps(1, func(b []byte) int64 { return int64(int8(b[0])) }, func(b []byte, v int64) { b[0] = byte(v) }),
+	DtypeUint8:  intOps(1, func(b []byte) int64 { return int64(b[0]) }, func(b []byte, v int64) { b[0] = byte(v) }),
+}
+
+var le = binary.LittleEndian
+
+// floatOps computes in float32 and rounds once to the element type.
+func floatOps(size int, load func([]byte) float32, store func([]byte, float32)) [4]*reducer {
+	op := func(f func(a, b float32) float32) *reducer {
+		return &reducer{size: size, apply: func(d, s []byte) { store(d, f(load(d), load(s))) }}
+	}
+	return [4]*reducer{
+		CCEAdd: op(func(a, b float32) float32 { return a + b }),
+		CCEMax: op(func(a, b float32) float32 { return max(a, b) }),
+		CCEMin: op(func(a, b float32) float32 { return min(a, b) }),
+	}
+}
+
+// intOps wraps around on overflow [GUESS: saturation is as likely].
+func intOps(size int, load func([]byte) int64, store func([]byte, int64)) [4]*reducer {
+	op := func(f func(a, b int64) int64) *reducer {
+		return &reducer{size: size, apply: func(d, s []byte) { store(d, f(load(d), load(s))) }}
+	}
+	return [4]*reducer{
+		CCEAdd: op(func(a, b int64) int64 { return a + b }),
+		CCEMax: op(func(a, b int64) int64 { return max(a, b) }),
+		CCEMin: op(func(a, b int64) int64 { return min(a, b) }),
+	}
+}
