@@ -2,7 +2,7 @@ package dma
 
 import (
 	"encoding/binary"
-	"math"
+	"unsafe"
 )
 
 // Reductions in the engine. A TX descriptor's meta_ctrl can make the SDMA
@@ -59,6 +59,9 @@ func ReduceMeta(cce, dtype uint32) uint32 {
 type reducer struct {
 	size  int // bytes per element
 	apply func(dst, src []byte)
+	// bulk, if set, reduces whole aligned slices of native elements at
+	// once; it reports false (and does nothing) for unaligned ones.
+	bulk func(dst, src []byte) bool
 }
 
 // reductionOf decodes a TX meta_ctrl word; nil means a copy.
@@ -76,6 +79,9 @@ func reductionOf(meta uint32) *reducer {
 // combine reduces src into dst; a trailing partial element is left alone.
 func (r *reducer) combine(dst, src []byte) {
 	n := len(src) / r.size * r.size
+	if r.bulk != nil && r.bulk(dst[:n], src[:n]) {
+		return
+	}
 	for i := 0; i < n; i += r.size {
 		r.apply(dst[i:i+r.size], src[i:i+r.size])
 	}
@@ -83,15 +89,15 @@ func (r *reducer) combine(dst, src []byte) {
 
 // elementTypes: per dtype, the reducer of each CCE type (nil: copy).
 var elementTypes = map[uint32][4]*reducer{
-	DtypeFP32:   floatOps(4, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) }, func(b []byte, v float32) { le.PutUint32(b, math.Float32bits(v)) }),
+	DtypeFP32:   native[float32](),
 	DtypeBF16:   floatOps(2, func(b []byte) float32 { return bf16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, floatToBF16(v)) }),
 	DtypeFP16:   floatOps(2, func(b []byte) float32 { return fp16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, floatToFP16(v)) }),
-	DtypeInt32:  intOps(4, func(b []byte) int64 { return int64(int32(le.Uint32(b))) }, func(b []byte, v int64) { le.PutUint32(b, uint32(v)) }),
-	DtypeUint32: intOps(4, func(b []byte) int64 { return int64(le.Uint32(b)) }, func(b []byte, v int64) { le.PutUint32(b, uint32(v)) }),
-	DtypeInt16:  intOps(2, func(b []byte) int64 { return int64(int16(le.Uint16(b))) }, func(b []byte, v int64) { le.PutUint16(b, uint16(v)) }),
-	DtypeUint16: intOps(2, func(b []byte) int64 { return int64(le.Uint16(b)) }, func(b []byte, v int64) { le.PutUint16(b, uint16(v)) }),
-	DtypeInt8:   intOps(1, func(b []byte) int64 { return int64(int8(b[0])) }, func(b []byte, v int64) { b[0] = byte(v) }),
-	DtypeUint8:  intOps(1, func(b []byte) int64 { return int64(b[0]) }, func(b []byte, v int64) { b[0] = byte(v) }),
+	DtypeInt32:  native[int32](),
+	DtypeUint32: native[uint32](),
+	DtypeInt16:  native[int16](),
+	DtypeUint16: native[uint16](),
+	DtypeInt8:   native[int8](),
+	DtypeUint8:  native[uint8](),
 }
 
 var le = binary.LittleEndian
@@ -108,14 +114,47 @@ func floatOps(size int, load func([]byte) float32, store func([]byte, float32)) 
 	}
 }
 
-// intOps wraps around on overflow [GUESS: saturation is as likely].
-func intOps(size int, load func([]byte) int64, store func([]byte, int64)) [4]*reducer {
-	op := func(f func(a, b int64) int64) *reducer {
-		return &reducer{size: size, apply: func(d, s []byte) { store(d, f(load(d), load(s))) }}
+// element is a type the host computes in natively (little-endian, as the
+// device's memory). Integers wrap around on overflow [GUESS: saturation
+// is as likely].
+type element interface {
+	int8 | uint8 | int16 | uint16 | int32 | uint32 | float32
+}
+
+func native[T element]() [4]*reducer {
+	op := func(f func(a, b T) T) *reducer {
+		size := int(unsafe.Sizeof(T(0)))
+		elems := func(b []byte) ([]T, bool) {
+			if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
+				return nil, false
+			}
+			return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
+		}
+		return &reducer{
+			size: size,
+			apply: func(d, s []byte) {
+				var a, b T
+				copy(unsafe.Slice((*byte)(unsafe.Pointer(&a)), size), d)
+				copy(unsafe.Slice((*byte)(unsafe.Pointer(&b)), size), s)
+				a = f(a, b)
+				copy(d, unsafe.Slice((*byte)(unsafe.Pointer(&a)), size))
+			},
+			bulk: func(d, s []byte) bool {
+				dv, ok1 := elems(d)
+				sv, ok2 := elems(s)
+				if !ok1 || !ok2 {
+					return false
+				}
+				for i := range dv {
+					dv[i] = f(dv[i], sv[i])
+				}
+				return true
+			},
+		}
 	}
 	return [4]*reducer{
-		CCEAdd: op(func(a, b int64) int64 { return a + b }),
-		CCEMax: op(func(a, b int64) int64 { return max(a, b) }),
-		CCEMin: op(func(a, b int64) int64 { return min(a, b) }),
+		CCEAdd: op(func(a, b T) T { return a + b }),
+		CCEMax: op(func(a, b T) T { return max(a, b) }),
+		CCEMin: op(func(a, b T) T { return min(a, b) }),
 	}
 }
