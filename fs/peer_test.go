@@ -193,3 +193,61 @@ func TestPeerDMAAbsentNeighbour(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// The exec doorbell of device 0's core 1 rung without an ioctl: by a DMA
+// of device 1 into its inference-start INCR window through the neighbour
+// window, and by a store into that window mapped by the host. Each runs
+// the staged exec DMA and the engines' START/END records.
+func TestPeerAndMappedDoorbell(t *testing.T) {
+	dir, _ := testutil.Mount(t, "trn2.48xlarge")
+	c := newExecClient(t, dir, 1, 1024)
+	src, dst := mustMem(t, c.dev, 4096, runtime.AllocOptions{Host: true}), mustMem(t, c.dev, 8192, runtime.AllocOptions{Core: 1})
+	view := mustMap(t, src)
+	copy(view, "staged before the doorbell")
+
+	peer, err := runtime.Host{Root: dir}.Open(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	link, err := peer.Link(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := mustMem(t, peer, 4096, runtime.AllocOptions{})
+	if err := one.Write(0, word32(1)); err != nil {
+		t.Fatal(err)
+	}
+	sem, _ := c.dev.SemaphoreAddress(1, inferenceStart, runtime.SemInc)
+	bell, err := peer.PeerAddress(link, sem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := peer.InitQueue(2, 7, 32, runtime.AllocOptions{Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stage([]runtime.Copy{{Src: src.PA, Dst: dst.PA, Len: 32}})
+	if err := q.Submit([]runtime.Copy{{Src: one.PA, Dst: bell, Len: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	c.expect(runtime.RecordStart)
+	c.expect(runtime.RecordEnd)
+	got := make([]byte, 32)
+	if err := dst.Read(0, got); err != nil || !bytes.Equal(got, view[:32]) {
+		t.Errorf("the staged copy after a remote doorbell: %q %v", got, err)
+	}
+
+	m, err := c.dev.MapResource(uint32(dhal.BlockTPB), 1, uint32(dhal.ResourceSemaphore))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	c.stage([]runtime.Copy{{Src: src.PA, Dst: dst.PA + 4096, Len: 32}})
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&m[0x1800+4*inferenceStart])), 1)
+	c.expect(runtime.RecordStart)
+	c.expect(runtime.RecordEnd)
+	if err := dst.Read(4096, got); err != nil || !bytes.Equal(got, view[:32]) {
+		t.Errorf("the staged copy after a mapped doorbell: %q %v", got, err)
+	}
+}
