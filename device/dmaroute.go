@@ -10,7 +10,8 @@ import (
 
 // The address decoder of a device's engines beyond its own memory: the
 // neighbour windows (dhal/route.go) lead to the spaces of the devices in
-// DEVICE_INFO connected_devices, and the semaphore areas of the cores and
+// DEVICE_INFO connected_devices, a core's SoC windows reach the memory
+// its mmap resources show, and the semaphore areas of the cores and
 // TopSPs act on a write (SET stores, INCR adds, DECR subtracts) at once,
 // whether the writing engine is this device's or a neighbour's.
 
@@ -33,35 +34,47 @@ func (d *Device) initRoutes() {
 		}
 	}
 	m.SetEffects(d.semEffects())
+	m.SetAliases(d.socAliases())
 }
 
-// semEffects are the semaphore areas as engine destinations: each core's
-// at its SEMAPHORE mmap offset (where its memory is) and, where that
-// differs, at its TPB SoC address; each TopSP's at its mmap offset.
+// socAliases send each core's TPB SoC windows (what descriptors name) to
+// the memory of its mmap resources (what mappings see), where the two
+// differ (V3/V4 cores 1-7): the state buffer and the semaphore area.
+func (d *Device) socAliases() []dma.Alias {
+	f := d.sys.Arch
+	var out []dma.Alias
+	for nc := range f.CoresPerDevice {
+		for _, r := range []struct {
+			kind dhal.MmapResourceKind
+			off  uint64 // of the resource inside the TPB window
+		}{{dhal.ResourceSBUF, 0}, {dhal.ResourceSemaphore, dhal.TPBEventsOffset}} {
+			res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), r.kind)
+			if soc := f.TPBSoCBase(nc) + r.off; ok && soc != res.Offset {
+				out = append(out, dma.Alias{Range: dma.Range{Base: soc, Size: res.Size}, To: res.Offset})
+			}
+		}
+	}
+	return out
+}
+
+// semEffects are the semaphore areas as engine destinations: each
+// core's and each TopSP's, at its mmap offset.
 func (d *Device) semEffects() []dma.Effect {
 	f := d.sys.Arch
 	var out []dma.Effect
 	for nc := range f.CoresPerDevice {
-		res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore)
-		if !ok {
-			continue
-		}
-		apply := func(off uint64, b []byte) { d.dmaSemWrite(nc, off, b) }
-		out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: apply})
-		if soc := f.TPBSoCBase(nc) + dhal.TPBEventsOffset; soc != res.Offset {
-			out = append(out, dma.Effect{Range: dma.Range{Base: soc, Size: res.Size}, Apply: apply})
+		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore); ok {
+			out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) { d.dmaSemWrite(nc, off, b) }})
 		}
 	}
 	for ts := range f.TopSPsPerDevice {
-		res, ok := f.LookupMmapResource(dhal.BlockTopSP, uint32(ts), dhal.ResourceSemaphore)
-		if !ok {
-			continue
+		if res, ok := f.LookupMmapResource(dhal.BlockTopSP, uint32(ts), dhal.ResourceSemaphore); ok {
+			out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) {
+				if a, ok := d.topSPSemArea(ts); ok {
+					applyWords(a, off, b, nil)
+				}
+			}})
 		}
-		out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) {
-			if a, ok := d.topSPSemArea(ts); ok {
-				applyWords(a, off, b, nil)
-			}
-		}})
 	}
 	return out
 }

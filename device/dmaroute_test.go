@@ -13,9 +13,10 @@ func word(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 
 // On a trn2.48xlarge, device 0's engines reach device 1 through the
 // neighbour window of the link whose connected_devices entry is 1: its
-// HBM takes the bytes, its semaphore windows (at a core's SoC address or
-// its mmap offset) add, subtract and store at once, and an increment of
-// the inference-start semaphore rings the peer core's doorbell.
+// HBM takes the bytes, a core's SoC state buffer is its SBUF resource,
+// its semaphore windows (at a core's SoC address or its mmap offset) add,
+// subtract and store at once, and an increment of the inference-start
+// semaphore rings the peer core's doorbell.
 func TestNeighbourWindowReachesPeer(t *testing.T) {
 	s := newTestSystem(t, "trn2.48xlarge")
 	d0, d1 := s.Devices[0], s.Devices[1]
@@ -66,6 +67,13 @@ func TestNeighbourWindowReachesPeer(t *testing.T) {
 	}
 	if a, _ := d0.semArea(1); a.Semaphore(idx) != 0 {
 		t.Error("the issuing device's semaphore changed")
+	}
+	// Core 1's state buffer at its SoC address is the memory its SBUF
+	// resource maps.
+	sbuf, _ := f.LookupMmapResource(dhal.BlockTPB, 1, dhal.ResourceSBUF)
+	d0.dma.mem.Write(peer(f.TPBSoCBase(1)+0x100), []byte("sbuf"))
+	if got, _ := d1.dma.mem.Local(sbuf.Offset+0x100, 4); string(got) != "sbuf" {
+		t.Errorf("core 1 SBUF resource reads %q after a DMA to its SoC address", got)
 	}
 	// The mmap offset of core 3's area is an address of its own.
 	res, _ := f.LookupMmapResource(dhal.BlockTPB, 3, dhal.ResourceSemaphore)

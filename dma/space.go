@@ -17,7 +17,8 @@ import (
 //
 // Addresses decode in this order (resolve): a neighbour window reaches
 // the peer's space, a host address the space of the device whose host
-// chunk holds it, anything else this space. Writes into an effect window
+// chunk holds it, anything else this space; then an alias of that space
+// moves the address to where its memory is. Writes into an effect window
 // (a semaphore area) perform its operation instead of storing bytes.
 type Space struct {
 	fd      int
@@ -40,6 +41,32 @@ type Space struct {
 	Peer      func(link int) *Space
 	// effects are windows whose writes have side effects, sorted by base.
 	effects []Effect
+	// aliases are ranges whose memory lies elsewhere in the file, sorted.
+	aliases []Alias
+}
+
+// Alias is a range of addresses that reaches the memory at To instead: a
+// core's SoC windows where its mmap resources put that memory.
+type Alias struct {
+	Range
+	To uint64
+}
+
+// SetAliases installs the aliases; it must run before any engine uses
+// the space. Ranges must not overlap.
+func (m *Space) SetAliases(as []Alias) {
+	m.aliases = append([]Alias(nil), as...)
+	sort.Slice(m.aliases, func(i, j int) bool { return m.aliases[i].Base < m.aliases[j].Base })
+}
+
+// dealias maps [pa, pa+n) through the alias that holds all of it, if
+// any: an access reaching beyond an alias stays where it is.
+func (m *Space) dealias(pa, n uint64) uint64 {
+	i := sort.Search(len(m.aliases), func(i int) bool { return m.aliases[i].Base+m.aliases[i].Size > pa })
+	if i < len(m.aliases) && m.aliases[i].Contains(pa, n) {
+		return pa - m.aliases[i].Base + m.aliases[i].To
+	}
+	return pa
 }
 
 // Effect is a window of a Space whose writes act rather than store: Apply
@@ -59,6 +86,11 @@ func (m *Space) SetEffects(es []Effect) {
 
 // Range is one window of a Space.
 type Range struct{ Base, Size uint64 }
+
+// Contains reports whether [pa, pa+n) lies inside r.
+func (r Range) Contains(pa, n uint64) bool {
+	return pa >= r.Base && n <= r.Size && pa-r.Base <= r.Size-n
+}
 
 type window struct {
 	base, size uint64
@@ -87,17 +119,19 @@ func NewSpace(fd int, rs []Range) *Space {
 // resolve finds the space that answers pa and the address inside it. A
 // peer's own neighbour windows are not followed: one hop is all a link
 // gives.
-func (m *Space) resolve(pa uint64) (*Space, uint64, bool) {
+func (m *Space) resolve(pa, n uint64) (*Space, uint64, bool) {
 	if m.PeerRoute != nil {
 		if link, local, ok := m.PeerRoute(pa); ok {
 			p := m.Peer(link)
 			if p == nil {
 				return nil, 0, false
 			}
-			return p.hostOwner(local), local, true
+			t := p.hostOwner(local)
+			return t, t.dealias(local, n), true
 		}
 	}
-	return m.hostOwner(pa), pa, true
+	t := m.hostOwner(pa)
+	return t, t.dealias(pa, n), true
 }
 
 // hostOwner is the space whose memory holds pa: for a host address of
@@ -114,7 +148,7 @@ func (m *Space) hostOwner(pa uint64) *Space {
 
 // Slice implements Memory.
 func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
-	t, a, ok := m.resolve(pa)
+	t, a, ok := m.resolve(pa, n)
 	if !ok {
 		return nil, false
 	}
@@ -124,7 +158,7 @@ func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
 // SliceWrite implements Memory: Slice, for a write the owning space
 // admits; effect windows are plain memory here.
 func (m *Space) SliceWrite(pa, n uint64) ([]byte, bool) {
-	t, a, ok := m.resolve(pa)
+	t, a, ok := m.resolve(pa, n)
 	if !ok {
 		return nil, false
 	}
@@ -142,7 +176,7 @@ func (m *Space) sliceWrite(pa, n uint64) ([]byte, bool) {
 // Write implements Memory: src lands at pa, except that the parts inside
 // an effect window of the owning space perform its operation.
 func (m *Space) Write(pa uint64, src []byte) bool {
-	t, a, ok := m.resolve(pa)
+	t, a, ok := m.resolve(pa, uint64(len(src)))
 	if !ok {
 		return false
 	}
