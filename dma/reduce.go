@@ -122,7 +122,7 @@ type element interface {
 }
 
 func native[T element]() [4]*reducer {
-	op := func(f func(a, b T) T) *reducer {
+	op := func(f func(a, b T) T, loop func(d, s []T)) *reducer {
 		size := int(unsafe.Sizeof(T(0)))
 		elems := func(b []byte) ([]T, bool) {
 			if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
@@ -142,19 +142,29 @@ func native[T element]() [4]*reducer {
 			bulk: func(d, s []byte) bool {
 				dv, ok1 := elems(d)
 				sv, ok2 := elems(s)
-				if !ok1 || !ok2 {
-					return false
+				if ok1 && ok2 {
+					loop(dv, sv)
 				}
-				for i := range dv {
-					dv[i] = f(dv[i], sv[i])
-				}
-				return true
+				return ok1 && ok2
 			},
 		}
 	}
+	// The loops are written out so the compiler inlines the operation.
 	return [4]*reducer{
-		CCEAdd: op(func(a, b T) T { return a + b }),
-		CCEMax: op(func(a, b T) T { return max(a, b) }),
-		CCEMin: op(func(a, b T) T { return min(a, b) }),
+		CCEAdd: op(func(a, b T) T { return a + b }, func(d, s []T) {
+			for i := range d {
+				d[i] += s[i]
+			}
+		}),
+		CCEMax: op(func(a, b T) T { return max(a, b) }, func(d, s []T) {
+			for i := range d {
+				d[i] = max(d[i], s[i])
+			}
+		}),
+		CCEMin: op(func(a, b T) T { return min(a, b) }, func(d, s []T) {
+			for i := range d {
+				d[i] = min(d[i], s[i])
+			}
+		}),
 	}
 }
