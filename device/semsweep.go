@@ -91,13 +91,17 @@ func (s *System) semSweeper(stop <-chan struct{}) {
 		next := now + int64(semSweepInterval)
 		for _, d := range s.Devices {
 			// A mapping holds its file open, and queues die with their
-			// owner: a device nobody has open has nothing to sweep.
-			if d.OpenCount() == 0 {
-				continue
-			}
+			// owner: a device nobody has open has nothing to sweep. Its
+			// lock is taken only when one of its areas is due.
+			open := -1
 			for _, t := range d.sweeps {
 				if now >= t.due {
-					d.sweep(t, now, true)
+					if open < 0 {
+						open = d.OpenCount()
+					}
+					if open > 0 {
+						d.sweep(t, now, true)
+					}
 					t.due = now + int64(sweepPeriod(time.Duration(now-t.last.Load())))
 				}
 				next = min(next, t.due)
