@@ -40,7 +40,7 @@ func waitWord(t *testing.T, what string, p *uint32, want uint32) {
 // stores into device 1's mapped TPB and TopSP semaphore windows act; the
 // TopSP NQ rules hold.
 func TestPeerDMAProbe(t *testing.T) {
-	dir, _ := testutil.Mount(t, "trn2.48xlarge")
+	dir, sys := testutil.Mount(t, "trn2.48xlarge")
 	a, err := runtime.Host{Root: dir}.Open(0)
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +148,29 @@ func TestPeerDMAProbe(t *testing.T) {
 		}
 	}
 	nq(ioctl.NotificationsInitV2{NQDevID: 15, NQDevType: ioctl.NQDevTypeTopSP, NQType: ioctl.NQTypeError, Size: 4096, OnHostMemory: 1}, 0)
+	// The ring a collective runtime drains at every finalize is valid and
+	// empty: bound to its NOTIFIC slot (engine 0) with the tail at 0, and
+	// no record in it.
+	v := ioctl.NotificationsInitV2{NQDevID: 15, NQDevType: ioctl.NQDevTypeTopSP, NQType: ioctl.NQTypeError, Size: 4096, OnHostMemory: 1}
+	if r, e := testutil.Ioctl(b.Fd(), ioctl.CmdNotificationsInitV2, &v); r != 0 || e != 0 {
+		t.Fatalf("TopSP NQ again: %d %v", r, e)
+	}
+	ring, err := unix.Mmap(b.Fd(), int64(v.MmapOffset), 4096, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(ring)
+	if !bytes.Equal(ring, make([]byte, 4096)) {
+		t.Error("a fresh TopSP ring holds records")
+	}
+	blk := sys.Arch.TopSPNotificationBlock(15)
+	regs, err := b.ReadRegisters(blk+dhal.NQSlotBaseLoOffset, blk+dhal.NQSlotBaseHiOffset, blk+dhal.NQSlotSizeOffset, blk+dhal.NQSlotTailOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa := uint64(regs[1])<<32 | uint64(regs[0]); pa != v.MmapOffset || regs[2] != 4096 || regs[3] != 0 {
+		t.Errorf("TopSP 15 slot 0 registers base %#x size %d tail %d, want %#x 4096 0", pa, regs[2], regs[3], v.MmapOffset)
+	}
 	nq(ioctl.NotificationsInitV2{NQDevID: 16, NQDevType: ioctl.NQDevTypeTopSP, NQType: ioctl.NQTypeError, Size: 4096, OnHostMemory: 1}, unix.EINVAL)
 	nq(ioctl.NotificationsInitV2{NQDevID: 0, NQDevType: 2, NQType: ioctl.NQTypeError, Size: 4096, OnHostMemory: 1}, unix.ENOTTY)
 	nq(ioctl.NotificationsInitV2{NQDevID: 0, NQDevType: ioctl.NQDevTypeTopSP, NQType: ioctl.NQTypeError, Size: 3000, OnHostMemory: 1}, unix.EINVAL)
