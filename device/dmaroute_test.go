@@ -104,7 +104,8 @@ func TestNeighbourWindowReachesPeer(t *testing.T) {
 }
 
 // A window with nobody at its end (a single-device trn2) and any peer
-// route on V2 (none is documented) are unreachable.
+// route on V2 (none is documented) are unreachable; V2's own semaphore
+// windows act.
 func TestNeighbourWindowWithoutPeer(t *testing.T) {
 	s := newTestSystem(t, "trn2.3xlarge")
 	a, _ := s.Arch.PeerAddress(0, s.Arch.HBMBases[0])
@@ -117,5 +118,10 @@ func TestNeighbourWindowWithoutPeer(t *testing.T) {
 	}
 	if v2.Devices[0].dma.mem.Write(0x10000000000000, word(1)) {
 		t.Error("a V3 neighbour-window address reaches something on V2")
+	}
+	// A local semaphore write acts on V2 too.
+	v2.Devices[0].dma.mem.Write(v2.Arch.TPBSoCBase(1)+dhal.TPBSemIncOffset+4*9, word(6))
+	if a, _ := v2.Devices[0].semArea(1); a.Semaphore(9) != 6 {
+		t.Errorf("V2 core 1 semaphore 9 = %d after a DMA increment of 6", a.Semaphore(9))
 	}
 }
