@@ -30,13 +30,20 @@ func sweepPeriod(idle time.Duration) time.Duration {
 	return min(max(idle/sweepIdleDivisor, semSweepFast), semSweepInterval)
 }
 
-// sweepTarget is one polled area.
+// sweepTarget is one polled area. Times are sweepClock readings.
 type sweepTarget struct {
 	area chip.Area
 	nc   int          // the core whose doorbell increments ring; -1 for a TopSP
-	last atomic.Int64 // when a sweep last found a store (unix ns; 0: never)
+	last atomic.Int64 // when a sweep last found a store
 	due  int64        // the next sweep (the sweeper's own)
 }
+
+// neverStored is the last store time of an area that had none: long ago.
+const neverStored = -1 << 62
+
+// sweepClock is the sweeper's monotonic clock (ns since the system
+// started), immune to wall-clock steps.
+func (s *System) sweepClock() int64 { return int64(time.Since(s.epoch)) }
 
 // initSweeps lists the device's areas: the cores' first (indexed by
 // core), then the TopSPs'.
@@ -52,13 +59,16 @@ func (d *Device) initSweeps() {
 			d.sweeps = append(d.sweeps, &sweepTarget{area: a, nc: -1})
 		}
 	}
+	for _, t := range d.sweeps {
+		t.last.Store(neverStored)
+	}
 }
 
 // sweepSemaphores applies pending window stores of core nc; increments
 // may ring the core's exec doorbell before it returns.
 func (d *Device) sweepSemaphores(nc int) {
 	if nc >= 0 && nc < len(d.sweeps) && d.sweeps[nc].nc == nc {
-		d.sweep(d.sweeps[nc], time.Now().UnixNano(), false)
+		d.sweep(d.sweeps[nc], d.sys.sweepClock(), false)
 	}
 }
 
@@ -87,7 +97,7 @@ func (s *System) semSweeper(stop <-chan struct{}) {
 			return
 		default:
 		}
-		now := time.Now().UnixNano()
+		now := s.sweepClock()
 		next := now + int64(semSweepInterval)
 		for _, d := range s.Devices {
 			// A mapping holds its file open, and queues die with their
@@ -107,6 +117,6 @@ func (s *System) semSweeper(stop <-chan struct{}) {
 				next = min(next, t.due)
 			}
 		}
-		sleep.until(next)
+		sleep.sleep(time.Duration(next - s.sweepClock()))
 	}
 }

@@ -21,7 +21,7 @@ type sweepSleeper struct {
 }
 
 func newSweepSleeper(log *logrus.Entry) *sweepSleeper {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_REALTIME, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		log.WithError(err).Info("no timerfd: semaphore windows polled at Go timer granularity")
 		return &sweepSleeper{fd: -1}
@@ -29,19 +29,18 @@ func newSweepSleeper(log *logrus.Entry) *sweepSleeper {
 	return &sweepSleeper{fd: fd, file: os.NewFile(uintptr(fd), "semaphore-sweep-timer")}
 }
 
-// until returns at wall-clock time at (unix ns), or at once if it passed.
-func (s *sweepSleeper) until(at int64) {
-	wait := time.Duration(at - time.Now().UnixNano())
-	if wait <= 0 {
+// sleep returns after d (at once if d <= 0).
+func (s *sweepSleeper) sleep(d time.Duration) {
+	if d <= 0 {
 		return
 	}
 	if s.file == nil {
-		time.Sleep(wait)
+		time.Sleep(d)
 		return
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(at)}
-	if err := unix.TimerfdSettime(s.fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
-		time.Sleep(wait)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	if err := unix.TimerfdSettime(s.fd, 0, &spec, nil); err != nil {
+		time.Sleep(d)
 		return
 	}
 	s.file.Read(s.buf[:]) // the expiry count; an error only wakes early
