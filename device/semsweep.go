@@ -12,12 +12,13 @@ import (
 // shared page of another process. So the set, increment and decrement
 // windows are polled (chip.Area.Sweep), adaptively: an area is swept
 // every sweepPeriod(idle), 5% of the time since a sweep last found a
-// store there, between semSweepFast and semSweepInterval. Stores in quick
-// succession are seen within ~50 µs; an area quiet for 100 ms costs what
-// the fixed 5 ms sweep did. A wake-up costs tens of µs of CPU on a VM, so
-// the rate follows the stores rather than a fixed fast period. A core's area is also swept before every
-// semaphore ioctl and BAR0 access to it, so an ioctl read after a mapped
-// store sees it.
+// store there, between semSweepFast and semSweepInterval. Stores in
+// quick succession are seen within ~50 µs; an area quiet for 100 ms
+// costs what the fixed 5 ms sweep did. A wake-up costs tens of µs of CPU
+// on a VM, so the rate follows the stores rather than a fixed fast
+// period. A core's area is also swept before every semaphore ioctl and
+// BAR0 access to it, so an ioctl read after a mapped store sees it.
+// Design and measurements: docs/collectives.md.
 
 const (
 	semSweepInterval = 5 * time.Millisecond
