@@ -56,6 +56,7 @@ type Device struct {
 	dma          dmaState
 	mmio         mmioState
 	exec         [maxCoreSlots]chip.Doorbell // each with its own lock (rank Exec)
+	sweeps       []*sweepTarget              // semaphore areas the sweeper polls (semsweep.go)
 
 	// The power/ directories of the class device and of the PCI function.
 	classPM, pciPM *runtimePM

@@ -58,6 +58,8 @@ func (d *Device) initDMA() error {
 		}
 		return nil
 	}
+	d.initRoutes()
+	d.initSweeps()
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}
@@ -99,7 +101,9 @@ func engineWindows(f *dhal.ArchFacts) []dma.Range {
 	return rs
 }
 
-// stopDMA halts every engine and waits (briefly) for the workers.
+// stopDMA halts every engine and waits (briefly) for the workers. The
+// space stays mapped: a neighbour's engine may still reach it until the
+// system stops them all (System.Close).
 func (d *Device) stopDMA() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -109,7 +113,6 @@ func (d *Device) stopDMA() {
 			e.WaitIdle(ctx, q)
 		}
 	}
-	d.dma.mem.Close()
 }
 
 // engine returns engine id: EINVAL beyond the driver's array. Slots the

@@ -26,8 +26,9 @@ const execQueueWait = 10 * time.Second
 
 // onSemIncrement runs after a semaphore of core nc went up by v: an
 // increment of the inference-start semaphore by 1 or 2 rings the core's
-// doorbell (chip.Doorbell).
-func (d *Device) onSemIncrement(nc int, idx uint32, v uint32) {
+// doorbell (chip.Doorbell). An async doorbell is served in a goroutine
+// (an engine's write must not run the core's program in its worker).
+func (d *Device) onSemIncrement(nc int, idx uint32, v uint32, async bool) {
 	start := d.sys.inferenceStart
 	if start >= 0 && idx != uint32(start) {
 		return
@@ -43,7 +44,7 @@ func (d *Device) onSemIncrement(nc int, idx uint32, v uint32) {
 		} else {
 			d.runHalt(nc)
 		}
-	}, d.sys.execLatency > 0)
+	}, async || d.sys.execLatency > 0)
 }
 
 // runInference serves one doorbell of core nc.

@@ -33,7 +33,7 @@ func (d *Device) applySem(nc int, off uint64, op chip.Op, v uint32) {
 		return
 	}
 	if _, idx := a.Apply(off, op, v); idx >= 0 {
-		d.onSemIncrement(nc, uint32(idx), v)
+		d.onSemIncrement(nc, uint32(idx), v, false)
 	}
 }
 

@@ -239,6 +239,9 @@ func (s *System) Close() {
 	for _, d := range s.Devices {
 		close(d.reset.stop)
 		d.stopDMA()
+	}
+	for _, d := range s.Devices {
+		d.dma.mem.Close()
 		d.phys.close()
 	}
 }

@@ -144,6 +144,9 @@ type ArchFacts struct {
 	topSPNQ        []uint64 // per TOP_SP NOTIFIC block in BAR0
 	topSPWindow    []uint64 // per TOP_SP 4 MiB window in BAR0
 	mmapTable      []MmapResource
+	tpbSoC         []uint64 // per core: SoC address of its TPB window (route.go)
+	peerRoutes     []uint64 // per link: route bits of its neighbour window (route.go)
+	peerRouteMask  uint64
 }
 
 // archBuilders map an arch to the function building its facts; each call

@@ -55,6 +55,7 @@ func v2Facts() ArchFacts {
 			{0xfffc0000000, 0x8000000}, // both cores' TPB windows
 			{0xfffd0000000, 0x1800000}, // the six TOP_SP windows
 		},
+		tpbSoC:      strided(0xfffc0000000, TPBWindowSize, 2),
 		h2tEngine:   []int{32, 33}, // core 0 uses D2H, core 1 uses H2D
 		h2tQueue:    []int{0, 0},
 		coreNQ:      []uint64{0x30535000, 0x30c35000},

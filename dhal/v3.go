@@ -55,6 +55,9 @@ func v3Facts() ArchFacts {
 		mmapTable:   v3MmapTable(0x600000000),
 
 		programRegions: v3ProgramRegions(0x600000000),
+		tpbSoC:         append([]uint64(nil), v3TPBSoC...),
+		peerRoutes:     append([]uint64(nil), v3PeerRoutes...),
+		peerRouteMask:  v3PeerRouteMask,
 	}
 }
 
@@ -72,7 +75,7 @@ func v3UDMABases() []uint64 {
 // size differs between them.
 func v3ProgramRegions(hbmSize uint64) []Range {
 	var out []Range
-	for _, b := range []uint64{0x2000000000, 0x3000000000, 0x6000000000, 0x7000000000, 0x802000000000, 0x803000000000, 0x806000000000, 0x807000000000} {
+	for _, b := range v3TPBSoC {
 		out = append(out, Range{b, 0x804000000}) // TPB windows
 	}
 	for _, b := range append(strided(0x8280000000, 0x40000000, 10), strided(0x808280000000, 0x40000000, 10)...) {

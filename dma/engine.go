@@ -21,10 +21,14 @@ type Memory interface {
 	// Slice returns [pa, pa+n) as bytes the engine may read and write, or
 	// false when no memory answers at those addresses.
 	Slice(pa, n uint64) ([]byte, bool)
-	// SliceWrite is Slice for a write: it may also refuse memory the host
-	// cannot hold (the daemon's memory limit), which the engine sees as a
-	// failed write.
+	// SliceWrite is Slice for bytes the engine will combine into (a
+	// reduction): it may refuse memory the host cannot hold.
 	SliceWrite(pa, n uint64) ([]byte, bool)
+	// Write stores src at pa as an engine's write does: it may act
+	// instead of storing (a semaphore window adds what it is written). It
+	// reports false when the destination cannot be written, or the host
+	// cannot hold it (the daemon's memory limit).
+	Write(pa uint64, src []byte) bool
 }
 
 // State is an engine direction's state as DMA_ENG_GET_STATE reports it

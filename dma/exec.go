@@ -22,14 +22,16 @@ const (
 type step struct {
 	src, dst uint64
 	n        uint64
-	txDone   bool // the TX descriptor is used up
-	rxDone   bool // the RX descriptor is full or its packet ended
+	txDone   bool     // the TX descriptor is used up
+	rxDone   bool     // the RX descriptor is full or its packet ended
+	red      *reducer // the TX descriptor's reduction; nil copies
 }
 
 // batch is consecutive steps whose source and destination ranges are
 // contiguous, moved by one copy.
 type batch struct {
 	src, dst, n uint64
+	red         *reducer
 	steps       []step
 }
 
@@ -125,7 +127,7 @@ func (e *Engine) nextStep(q *Queue, tx, rx *ring) (st step, status uint32, ok bo
 	txLeft := td.Len() - tx.off
 	rxLeft := rd.Len() - rx.off
 	n := min(txLeft, rxLeft)
-	st = step{src: td.Addr + tx.off, dst: rd.Addr + rx.off, n: n}
+	st = step{src: td.Addr + tx.off, dst: rd.Addr + rx.off, n: n, red: reductionOf(td.Meta)}
 	st.txDone = n == txLeft
 	st.rxDone = n == rxLeft || (st.txDone && td.Last())
 	return st, 0, true
@@ -155,11 +157,11 @@ func (e *Engine) planLocked(q *Queue) (b batch, status uint32) {
 			}
 			break
 		}
-		if len(b.steps) > 0 && (st.src != b.src+b.n || st.dst != b.dst+b.n) {
+		if len(b.steps) > 0 && (st.src != b.src+b.n || st.dst != b.dst+b.n || st.red != b.red) {
 			break
 		}
 		if len(b.steps) == 0 {
-			b.src, b.dst = st.src, st.dst
+			b.src, b.dst, b.red = st.src, st.dst, st.red
 		}
 		b.n += st.n
 		b.steps = append(b.steps, st)
@@ -183,7 +185,7 @@ func (e *Engine) drainLocked(qid int, budget uint64) bool {
 		}
 		gen := q.gen
 		e.mu.Unlock()
-		status = e.transfer(b.src, b.dst, b.n)
+		status = e.transfer(b.src, b.dst, b.n, b.red)
 		e.mu.Lock()
 		if q.gen != gen {
 			continue // the queue was reset under the copy: its progress is void
@@ -209,7 +211,7 @@ func (e *Engine) stepwiseLocked(qid int, steps []step, gen uint64) bool {
 	q := &e.q[qid]
 	for _, st := range steps {
 		e.mu.Unlock()
-		status := e.transfer(st.src, st.dst, st.n)
+		status := e.transfer(st.src, st.dst, st.n, st.red)
 		e.mu.Lock()
 		if q.gen != gen {
 			return true
@@ -223,17 +225,24 @@ func (e *Engine) stepwiseLocked(qid int, steps []step, gen uint64) bool {
 	return true
 }
 
-// transfer moves n bytes; it returns the status bits of a failure.
-func (e *Engine) transfer(src, dst, n uint64) uint32 {
+// transfer moves n bytes, or reduces them into the destination; it
+// returns the status bits of a failure.
+func (e *Engine) transfer(src, dst, n uint64, red *reducer) uint32 {
 	from, ok := e.mem.Slice(src, n)
 	if !ok {
 		return StatusReadError
 	}
-	to, ok := e.mem.SliceWrite(dst, n)
-	if !ok {
-		return StatusWriteError
+	if red == nil {
+		if !e.mem.Write(dst, from) {
+			return StatusWriteError
+		}
+	} else {
+		to, ok := e.mem.SliceWrite(dst, n)
+		if !ok {
+			return StatusWriteError
+		}
+		red.combine(to, from)
 	}
-	copy(to, from)
 	if e.opts.OnTransfer != nil {
 		e.opts.OnTransfer(n)
 	}

@@ -14,6 +14,12 @@ import (
 // device's physical-memory file and kept until Close, so slices of it
 // stay valid without a lock. A descriptor naming any other address makes
 // the engine abort, as an AXI decode error does on the chip.
+//
+// Addresses decode in this order (resolve): a neighbour window reaches
+// the peer's space, a host address the space of the device whose host
+// chunk holds it, anything else this space; then an alias of that space
+// moves the address to where its memory is. Writes into an effect window
+// (a semaphore area) perform its operation instead of storing bytes.
 type Space struct {
 	fd      int
 	windows []*window // sorted by base
@@ -28,10 +34,24 @@ type Space struct {
 	// Admit runs before a write to [pa, pa+n) and may refuse it (nil:
 	// every write is admitted): the host's memory limit.
 	Admit func(pa, n uint64) bool
+	// PeerRoute decodes a neighbour-window address into the link and the
+	// address inside the peer (dhal.ArchFacts.PeerRoute); Peer returns
+	// the space at the other end of a link, or nil if no device is there.
+	PeerRoute func(pa uint64) (link int, local uint64, ok bool)
+	Peer      func(link int) *Space
+	// effects are windows whose writes have side effects, sorted by base.
+	effects []Effect
+	// aliases are ranges whose memory lies elsewhere in the file, sorted.
+	aliases []Alias
 }
 
 // Range is one window of a Space.
 type Range struct{ Base, Size uint64 }
+
+// Contains reports whether [pa, pa+n) lies inside r.
+func (r Range) Contains(pa, n uint64) bool {
+	return pa >= r.Base && n <= r.Size && pa-r.Base <= r.Size-n
+}
 
 type window struct {
 	base, size uint64
@@ -57,28 +77,28 @@ func NewSpace(fd int, rs []Range) *Space {
 	return m
 }
 
-// Slice implements Memory. Host addresses of another device's chunks
-// reach that device's memory.
+// Slice implements Memory.
 func (m *Space) Slice(pa, n uint64) ([]byte, bool) {
-	if m.HostOwner != nil && pa >= m.HostLo && pa < m.HostHi {
-		if other := m.HostOwner(pa); other != nil && other != m {
-			return other.Local(pa, n)
-		}
+	t, a, ok := m.resolve(pa, n)
+	if !ok {
+		return nil, false
 	}
-	return m.Local(pa, n)
+	return t.Local(a, n)
 }
 
 // SliceWrite implements Memory: Slice, for a write the owning space
-// admits.
+// admits; effect windows are plain memory here.
 func (m *Space) SliceWrite(pa, n uint64) ([]byte, bool) {
-	owner := m
-	if m.HostOwner != nil && pa >= m.HostLo && pa < m.HostHi {
-		if other := m.HostOwner(pa); other != nil {
-			owner = other
-		}
+	t, a, ok := m.resolve(pa, n)
+	if !ok {
+		return nil, false
 	}
-	b, ok := owner.Local(pa, n)
-	if ok && owner.Admit != nil && !owner.Admit(pa, n) {
+	return t.sliceWrite(a, n)
+}
+
+func (m *Space) sliceWrite(pa, n uint64) ([]byte, bool) {
+	b, ok := m.Local(pa, n)
+	if ok && m.Admit != nil && !m.Admit(pa, n) {
 		return nil, false
 	}
 	return b, ok

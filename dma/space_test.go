@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"fmt"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -41,5 +42,71 @@ func TestSpaceWindows(t *testing.T) {
 	}
 	if _, ok := m.Slice(0x3ffc, 8); ok {
 		t.Error("a slice crossing a window's end is reachable")
+	}
+}
+
+func memfdSpace(t *testing.T, rs []Range) *Space {
+	t.Helper()
+	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Ftruncate(fd, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	m := NewSpace(fd, rs)
+	t.Cleanup(m.Close)
+	return m
+}
+
+// A neighbour-window address reaches the peer's memory, reads and writes
+// alike, with the peer's admission and effect windows; a link with no
+// peer is unreachable.
+func TestSpacePeerRouteAndEffects(t *testing.T) {
+	const route = 1 << 40
+	a := memfdSpace(t, []Range{{0, 0x10000}})
+	b := memfdSpace(t, []Range{{0, 0x10000}})
+	a.PeerRoute = func(pa uint64) (int, uint64, bool) {
+		if pa&route == 0 {
+			return 0, 0, false
+		}
+		return int(pa >> 41), pa &^ (route | 1<<41), true
+	}
+	a.Peer = func(link int) *Space {
+		if link == 0 {
+			return b
+		}
+		return nil
+	}
+	var applied []string
+	b.SetEffects([]Effect{{Range: Range{Base: 0x2000, Size: 8}, Apply: func(off uint64, p []byte) {
+		applied = append(applied, fmt.Sprintf("%#x:%q", off, p))
+	}}})
+	refused := false
+	b.Admit = func(pa, n uint64) bool { return !refused }
+
+	if !a.Write(route|0x1ffc, []byte("abcdefghijklmnop")) {
+		t.Fatal("write through the neighbour window refused")
+	}
+	got, _ := b.Local(0x1ffc, 16)
+	if string(got) != "abcd\x00\x00\x00\x00\x00\x00\x00\x00mnop" {
+		t.Errorf("peer memory %q: want the bytes outside the effect window only", got)
+	}
+	if len(applied) != 1 || applied[0] != `0x0:"efghijkl"` {
+		t.Errorf("effect calls %v, want one with the 8 bytes inside the window", applied)
+	}
+	if r, ok := a.Slice(route|0x1ffc, 4); !ok || string(r) != "abcd" {
+		t.Errorf("read through the window: %q %v", r, ok)
+	}
+	if own, _ := a.Local(0x1ffc, 4); string(own) == "abcd" {
+		t.Error("the write landed in the issuing space")
+	}
+	if a.Write(route|1<<41|0x100, []byte{1}) {
+		t.Error("a link without a peer is reachable")
+	}
+	refused = true
+	if a.Write(route|0x100, []byte{1}) {
+		t.Error("the peer's memory limit does not apply to remote writes")
 	}
 }

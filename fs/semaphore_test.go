@@ -155,4 +155,67 @@ func TestMappedSemaphoreWindows(t *testing.T) {
 	if v.Value != 33 {
 		t.Errorf("semaphore %d after set 30, +5, -2 through the mapping", v.Value)
 	}
+
+	// A TopSP's semaphore block has the same windows (the proxy's
+	// nec_inc_semaphore store); no ioctl reaches it, the sweeper does.
+	ts, ok := sys.Arch.LookupMmapResource(dhal.BlockTopSP, 9, dhal.ResourceSemaphore)
+	if !ok {
+		t.Fatal("no TopSP semaphore resource")
+	}
+	tm, err := unix.Mmap(fd, int64(ts.Offset), int(ts.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(tm)
+	tword := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&tm[off])) }
+	atomic.StoreUint32(tword(0x1800+4*idx), 3)
+	atomic.StoreUint32(tword(0x1800+4*(idx+1)), 4)
+	for atomic.LoadUint32(tword(0x1000+4*idx)) != 3 || atomic.LoadUint32(tword(0x1000+4*(idx+1))) != 4 {
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			t.Fatalf("mapped TopSP increments never applied: %d %d", atomic.LoadUint32(tword(0x1000+4*idx)), atomic.LoadUint32(tword(0x1000+4*(idx+1))))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Each store into a mapped window takes effect exactly once: a client
+// that stores only once the poller consumed its previous store (the word
+// reads 0 again) loses and doubles nothing, on a core and a TopSP area.
+func TestMappedSemaphoreStoresExactlyOnce(t *testing.T) {
+	dir, sys := testutil.Mount(t, "trn2.48xlarge")
+	fd := openDev(t, dir, 0, unix.O_RDWR)
+	for _, r := range []struct {
+		block dhal.MmapBlock
+		id    uint32
+	}{{dhal.BlockTPB, 2}, {dhal.BlockTopSP, 5}} {
+		res, ok := sys.Arch.LookupMmapResource(r.block, r.id, dhal.ResourceSemaphore)
+		if !ok {
+			t.Fatal("no semaphore resource")
+		}
+		m, err := unix.Mmap(fd, int64(res.Offset), int(res.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		word := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&m[off])) }
+		const idx, n = 40, 200
+		inc, read := word(0x1800+4*idx), word(0x1000+4*idx)
+		before := atomic.LoadUint32(read)
+		for i := range n {
+			atomic.StoreUint32(inc, 3) // 3: no doorbell
+			deadline := time.Now().Add(10 * time.Second)
+			for atomic.LoadUint32(inc) != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("block %d: store %d never consumed", r.block, i)
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		// The last store is consumed just before it is applied.
+		waitWord(t, "the READ view", read, before+3*n)
+		time.Sleep(20 * time.Millisecond) // a store applied twice would show by now
+		if got := atomic.LoadUint32(read) - before; got != 3*n {
+			t.Errorf("block %d: %d stores of 3 added %d", r.block, n, got)
+		}
+		unix.Munmap(m)
+	}
 }

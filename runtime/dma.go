@@ -15,9 +15,12 @@ import (
 
 // Copy is one transfer a queue performs: Len bytes (1..64 KiB) from the
 // physical address Src to Dst. Host memory is addressed by its Mem.PA.
+// Meta, if set, replaces the TX descriptor's default meta_ctrl word: a
+// dma.ReduceMeta word combines the source into the destination.
 type Copy struct {
 	Src, Dst uint64
 	Len      uint32
+	Meta     uint32
 }
 
 // Queue is a DMA queue this process programmed with its own rings.
@@ -60,6 +63,9 @@ func (q *Queue) Descriptors(copies []Copy) (tx, rx []dma.Desc) {
 	slot, id := q.next, q.ringID
 	for _, c := range copies {
 		t, r := dma.CopyPair(c.Src, c.Dst, c.Len, id)
+		if c.Meta != 0 {
+			t.Meta = c.Meta
+		}
 		tx, rx = append(tx, t), append(rx, r)
 		if slot++; slot == q.size {
 			slot, id = 0, (id+1)&3

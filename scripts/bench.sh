@@ -20,6 +20,10 @@ go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$coun
 go test ./fs -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^(BenchmarkCopy|BenchmarkMappedMemcpy)$' -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^BenchmarkDMABandwidth$' -count "$count" | tee -a "$raw"
+# Collectives: a 64 MiB-per-device ring all-reduce over 16 devices, and a
+# client's store into a mapped semaphore window until it takes effect.
+go test ./fs -run '^$' -bench '^BenchmarkRingAllReduce$' -benchtime 3x -count "$count" | tee -a "$raw"
+go test ./fs -run '^$' -bench '^BenchmarkMappedSemaphoreStore$' -benchtime 500x -count "$count" | tee -a "$raw"
 # The FUSE transports against each other and the bare go-fuse floor, from
 # a C client process, interleaved within each run (BenchmarkTransports).
 go test ./fs -run '^$' -bench '^BenchmarkTransports$' -benchtime 1x -count "$count" | tee -a "$raw"
@@ -46,6 +50,7 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:MappedMemcpy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:DMABandwidth' "$raw"; echo
+	"$benchstat" -filter '.name:(RingAllReduce OR MappedSemaphoreStore)' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Transports' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:ExecConcurrent' "$raw"; echo

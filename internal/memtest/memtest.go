@@ -22,3 +22,12 @@ func (m *Flat) Slice(pa, n uint64) ([]byte, bool) {
 
 // SliceWrite is Slice: flat memory holds every write.
 func (m *Flat) SliceWrite(pa, n uint64) ([]byte, bool) { return m.Slice(pa, n) }
+
+// Write copies src to pa.
+func (m *Flat) Write(pa uint64, src []byte) bool {
+	b, ok := m.Slice(pa, uint64(len(src)))
+	if ok {
+		copy(b, src)
+	}
+	return ok
+}
