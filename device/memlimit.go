@@ -61,7 +61,7 @@ func (b Backing) String() string {
 // the driver's would not: a write by the daemon (a copy, a memset, a DMA
 // transfer) that would make the memfds hold more than the limit fails
 // instead, the way that path fails on hardware. Writes to memory that is
-// already held cost one lseek and nothing else.
+// already held cost one mincore over the range and nothing else.
 //
 // File backing has no limit by default: the kernel writes cold pages back
 // and reclaims them. With a limit, the daemon drops its own mappings of
@@ -117,12 +117,12 @@ func (s *System) admitWrite(d *Device, pa, n uint64, tgid int32) bool {
 	if n == 0 || (l.limit == 0 && !l.file) {
 		return true
 	}
-	if d.phys.holes(pa, n) == 0 {
+	if d.dma.mem.Missing(pa, n) == 0 {
 		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	add := d.phys.holes(pa, n) // again: a concurrent write may have reserved some
+	add := d.dma.mem.Missing(pa, n) // again: a concurrent write may have reserved some
 	if add == 0 {
 		return true
 	}

@@ -77,26 +77,6 @@ func (m *physMem) punch(pa, size uint64) {
 	unix.Fallocate(m.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(pa), int64(size))
 }
 
-// holes reports how many bytes of [pa, pa+n) the file does not hold yet:
-// what a write there would add.
-func (m *physMem) holes(pa, n uint64) uint64 {
-	end := pa + n
-	var missing uint64
-	for off := pa; off < end; {
-		hole, err := unix.Seek(m.fd, int64(off), unix.SEEK_HOLE)
-		if err != nil || uint64(hole) >= end {
-			break
-		}
-		data, err := unix.Seek(m.fd, hole, unix.SEEK_DATA)
-		if err != nil || uint64(data) > end { // ENXIO: no data after the hole
-			data = int64(end)
-		}
-		missing += uint64(data - hole)
-		off = uint64(data)
-	}
-	return missing
-}
-
 // reserve makes the file hold [pa, pa+n), so a write there cannot fail
 // for want of space (which a mapped write would learn as SIGBUS).
 func (m *physMem) reserve(pa, n uint64) error {

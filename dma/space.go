@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,6 +118,15 @@ func (m *Space) Release() {
 
 // Local slices this space's own windows.
 func (m *Space) Local(pa, n uint64) ([]byte, bool) {
+	b, ok := m.view(pa, n)
+	if ok && m.Touch != nil {
+		m.Touch(pa, n)
+	}
+	return b, ok
+}
+
+// view is Local without the Touch hook.
+func (m *Space) view(pa, n uint64) ([]byte, bool) {
 	i := sort.Search(len(m.windows), func(i int) bool { return m.windows[i].base+m.windows[i].size > pa })
 	if i == len(m.windows) {
 		return nil, false
@@ -135,11 +145,42 @@ func (m *Space) Local(pa, n uint64) ([]byte, bool) {
 	if w.mem == nil {
 		return nil, false
 	}
-	if m.Touch != nil {
-		m.Touch(pa, n)
-	}
 	off := pa - w.base
 	return w.mem[off : off+n : off+n], true
+}
+
+// Missing reports how many bytes of the pages under [pa, pa+n) the file
+// does not hold in memory (mincore over the window): what a write there
+// would add. Unlike lseek(SEEK_HOLE), which scans on to the next hole
+// however far, it costs what the range is long. It reports n where no
+// window answers.
+func (m *Space) Missing(pa, n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	const page = 4096
+	lo, hi := pa&^(page-1), (pa+n+page-1)&^(page-1)
+	b, ok := m.view(lo, hi-lo)
+	if !ok {
+		return n
+	}
+	var small [64]byte
+	vec := small[:]
+	if pages := (hi - lo) / page; pages > uint64(len(small)) {
+		vec = make([]byte, pages)
+	} else {
+		vec = small[:pages]
+	}
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return n
+	}
+	var missing uint64
+	for _, v := range vec {
+		if v&1 == 0 {
+			missing += page
+		}
+	}
+	return missing
 }
 
 // Close unmaps every window; nothing may use the space after.
