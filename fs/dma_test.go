@@ -239,22 +239,8 @@ func TestDMABadDescriptors(t *testing.T) {
 	if err := q3.Submit([]runtime.Copy{{Src: host.PA, Dst: bad, Len: 64}, {Src: host.PA, Dst: host.PA + 100, Len: 4}}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tx, rx, err := q3.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rx.SWStatus == uint32(dma.QueueAborted) {
-			if rx.HWStatus&dma.StatusWriteError == 0 || rx.HeadPointer != 0 || tx.HeadPointer != 0 {
-				t.Errorf("aborted queue state TX %+v RX %+v", tx, rx)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue never aborted: TX %+v RX %+v", tx, rx)
-		}
-		time.Sleep(time.Millisecond)
+	if tx, rx := waitAborted(t, q3); rx.HWStatus&dma.StatusWriteError == 0 || rx.HeadPointer != 0 || tx.HeadPointer != 0 {
+		t.Errorf("aborted queue state TX %+v RX %+v", tx, rx)
 	}
 	st, err := dev.EngineState(9)
 	if err != nil {
@@ -406,5 +392,28 @@ func TestDMAReadsAnotherDevicesHostChunk(t *testing.T) {
 	waitMarker(t, marker)
 	if !bytes.Equal(outView, srcView) {
 		t.Fatalf("device 1 read % x from device 0's host chunk, want % x", outView[:8], srcView[:8])
+	}
+}
+
+// waitAborted waits for q to abort and returns its state then; a queue
+// that moves its RX head first ran what should have failed.
+func waitAborted(t *testing.T, q *runtime.Queue) (tx, rx ioctl.DMAQueueState) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tx, rx, err := q.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rx.SWStatus == uint32(dma.QueueAborted) {
+			return tx, rx
+		}
+		if rx.HeadPointer != 0 {
+			t.Fatalf("the queue ran instead of aborting: TX %+v RX %+v", tx, rx)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue never aborted: TX %+v RX %+v", tx, rx)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
