@@ -11,14 +11,21 @@ import (
 
 func word(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 
-// On a trn2.48xlarge, device 0's engines reach device 1 through the
-// neighbour window of the link whose connected_devices entry is 1: its
+// On a trn2.48xlarge and a trn3.48xlarge (V3 and V4), device 0's engines
+// reach device 1 through the neighbour window of the link whose
+// connected_devices entry is 1: its
 // HBM takes the bytes, a core's SoC state buffer is its SBUF resource,
 // its semaphore windows (at a core's SoC address or its mmap offset) add,
 // subtract and store at once, and an increment of the inference-start
 // semaphore rings the peer core's doorbell.
 func TestNeighbourWindowReachesPeer(t *testing.T) {
-	s := newTestSystem(t, "trn2.48xlarge")
+	for _, inst := range []string{"trn2.48xlarge", "trn3.48xlarge"} {
+		t.Run(inst, func(t *testing.T) { testNeighbourWindowReachesPeer(t, inst) })
+	}
+}
+
+func testNeighbourWindowReachesPeer(t *testing.T, instance string) {
+	s := newTestSystem(t, instance)
 	d0, d1 := s.Devices[0], s.Devices[1]
 	f := s.Arch
 	link := -1

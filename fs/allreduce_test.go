@@ -215,16 +215,23 @@ func fillRing(tb testing.TB, ranks []*ringRank, size uint64) {
 	}
 }
 
-func ringMount(tb testing.TB) string {
+func ringMount(tb testing.TB, instance string) string {
 	start := uint32(0) // only semaphore 0 is a doorbell: the ring's counter is not
-	return testutil.StartDaemon(tb, device.Config{Instance: "trn2.48xlarge", InferenceStart: &start}).Dir
+	return testutil.StartDaemon(tb, device.Config{Instance: instance, InferenceStart: &start}).Dir
 }
 
-// The all-reduce over the 16 devices of a trn2.48xlarge leaves on every
-// device the element-wise sum of all inputs, as the host computes it.
+// The all-reduce over the 16 devices of a trn2.48xlarge and of a
+// trn3.48xlarge (V3 and V4) leaves on every device the element-wise sum
+// of all inputs, as the host computes it.
 func TestRingAllReduce(t *testing.T) {
+	for _, inst := range []string{"trn2.48xlarge", "trn3.48xlarge"} {
+		t.Run(inst, func(t *testing.T) { testRingAllReduce(t, inst) })
+	}
+}
+
+func testRingAllReduce(t *testing.T, instance string) {
 	const size = 16 * 64 << 10 // 1 MiB per device: 64 KiB chunks
-	ranks := newRing(t, ringMount(t), size)
+	ranks := newRing(t, ringMount(t, instance), size)
 	if len(ranks) != 16 {
 		t.Fatalf("%d devices in the ring", len(ranks))
 	}
@@ -264,7 +271,7 @@ func TestRingAllReduce(t *testing.T) {
 // once (later iterations sum sums: the time does not depend on values).
 func BenchmarkRingAllReduce(b *testing.B) {
 	const size = 64 << 20
-	ranks := newRing(b, ringMount(b), size)
+	ranks := newRing(b, ringMount(b, "trn2.48xlarge"), size)
 	fillRing(b, ranks, size)
 	ctx := context.Background()
 	b.SetBytes(size)

@@ -34,13 +34,19 @@ func waitWord(t *testing.T, what string, p *uint32, want uint32) {
 }
 
 // The research note's probe (wiki-isa-collectives §B.7) on a
-// trn2.48xlarge: a queue of device 0 copies 4 KiB into device 1's HBM
+// trn2.48xlarge and a trn3.48xlarge: a queue of device 0 copies 4 KiB into device 1's HBM
 // and adds 5 to its core-0 semaphore 100 through the neighbour window of
 // the link to device 1, then writes its own completion marker; host
 // stores into device 1's mapped TPB and TopSP semaphore windows act; the
 // TopSP NQ rules hold.
 func TestPeerDMAProbe(t *testing.T) {
-	dir, sys := testutil.Mount(t, "trn2.48xlarge")
+	for _, inst := range []string{"trn2.48xlarge", "trn3.48xlarge"} {
+		t.Run(inst, func(t *testing.T) { testPeerDMAProbe(t, inst) })
+	}
+}
+
+func testPeerDMAProbe(t *testing.T, instance string) {
+	dir, sys := testutil.Mount(t, instance)
 	a, err := runtime.Host{Root: dir}.Open(0)
 	if err != nil {
 		t.Fatal(err)
