@@ -1,8 +1,6 @@
 package device
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +8,11 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
 // Backing says where the devices' physical memory lives.
@@ -85,9 +85,9 @@ const refusedLogMax = 4096
 // resident set against the limit.
 func (l *memLimit) trimStep() uint64 { return min(l.limit/4, 256<<20) }
 
-// DefaultMemfdLimit is the limit a memfd backing gets unless told: half
+// defaultMemfdLimit is the limit a memfd backing gets unless told: half
 // of the host's RAM, which leaves the rest to the programs being served.
-func DefaultMemfdLimit() uint64 {
+func defaultMemfdLimit() uint64 {
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) != nil {
 		return 0
@@ -101,7 +101,7 @@ func (l *memLimit) init(b Backing, limit int64) {
 	case limit > 0:
 		l.limit = uint64(limit)
 	case limit == 0 && !l.file:
-		l.limit = DefaultMemfdLimit()
+		l.limit = defaultMemfdLimit()
 	}
 }
 
@@ -167,10 +167,11 @@ func (l *memLimit) refuseLocked(d *Device, tgid int32, pa, n uint64, why string,
 		return
 	}
 	l.refused[key] = true
-	e := d.log.WithField("pid", tgid).WithField("pa", fmt.Sprintf("%#x", pa)).WithField("size", n).WithField("limit", l.limit)
+	var pid any = tgid
 	if tgid == 0 {
-		e = e.WithField("pid", "dma")
+		pid = "dma" // an engine's write: no process is behind it
 	}
+	e := d.log.WithFields(logrus.Fields{"pid": pid, "pa": fmt.Sprintf("%#x", pa), "size": n, "limit": l.limit})
 	if err != nil {
 		e = e.WithError(err)
 	}
@@ -189,18 +190,12 @@ func (s *System) heldLocked() uint64 {
 
 // residentSet reads the daemon's resident set size.
 func residentSet() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
+	v, err := procfs.Field("/proc/self/status", "VmRSS")
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseUint(f[1], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+	kb, err := strconv.ParseUint(strings.TrimSuffix(v, " kB"), 10, 64)
+	return kb << 10, err
 }
 
 // MemoryFile is the control file (under neuronfs/ at the mount root) that
@@ -220,7 +215,7 @@ func (s *System) memoryStatus() string {
 		total += per[i]
 	}
 	fmt.Fprintf(&b, "backing=%s limit=%d held=%d\n", backing, limit, total)
-	declared := uint64(s.Arch.HBMChannels) * s.Arch.HBMSize
+	declared := s.Arch.HBMBytes()
 	for i, d := range s.Devices {
 		fmt.Fprintf(&b, "%s declared=%d held=%d\n", d.Name(), declared, per[i])
 	}

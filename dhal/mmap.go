@@ -83,6 +83,10 @@ func (f *ArchFacts) PhysicalSpan() uint64 {
 	return end
 }
 
+// HBMBytes is the device memory a device declares: every channel's
+// active size.
+func (f *ArchFacts) HBMBytes() uint64 { return uint64(f.HBMChannels) * f.HBMSize }
+
 // HostMemorySpan is the emulated host-physical range that host chunks come
 // from: the driver allocates them with GFP_DMA32, below 4 GiB.
 const HostMemorySpan = 1 << 32

@@ -164,20 +164,19 @@ func (m *Space) Missing(pa, n uint64) uint64 {
 	if !ok {
 		return n
 	}
-	var small [64]byte
-	vec := small[:]
-	if pages := (hi - lo) / page; pages > uint64(len(small)) {
-		vec = make([]byte, pages)
-	} else {
-		vec = small[:pages]
-	}
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		return n
-	}
+	// mincore in batches of a fixed vector: no allocation per write.
+	var vec [4096]byte
 	var missing uint64
-	for _, v := range vec {
-		if v&1 == 0 {
-			missing += page
+	for off := uint64(0); off < uint64(len(b)); off += uint64(len(vec)) * page {
+		part := b[off:min(uint64(len(b)), off+uint64(len(vec))*page)]
+		v := vec[:uint64(len(part))/page]
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&part[0])), uintptr(len(part)), uintptr(unsafe.Pointer(&v[0]))); e != 0 {
+			return n
+		}
+		for _, r := range v {
+			if r&1 == 0 {
+				missing += page
+			}
 		}
 	}
 	return missing

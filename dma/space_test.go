@@ -110,3 +110,35 @@ func TestSpacePeerRouteAndEffects(t *testing.T) {
 		t.Error("the peer's memory limit does not apply to remote writes")
 	}
 }
+
+// Missing counts the pages of a range the file does not hold, across
+// more than one batch of mincore, and nothing outside the range.
+func TestSpaceMissing(t *testing.T) {
+	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	const size = 64 << 20
+	if err := unix.Ftruncate(fd, size); err != nil {
+		t.Fatal(err)
+	}
+	m := NewSpace(fd, []Range{{0, size}})
+	defer m.Close()
+	if got := m.Missing(0, size); got != size {
+		t.Fatalf("empty file: %d missing, want %d", got, size)
+	}
+	b, _ := m.Local(0, size)
+	for off := 0; off < 40<<20; off += 4096 {
+		b[off] = 1 // the first 40 MiB: over two batches of 4096 pages
+	}
+	if got := m.Missing(0, size); got != 24<<20 {
+		t.Errorf("40 MiB written: %d missing, want %d", got, 24<<20)
+	}
+	if got := m.Missing(40<<20-10, 20); got != 4096 {
+		t.Errorf("a range across the edge: %d missing, want one page", got)
+	}
+	if got := m.Missing(100, 5000); got != 0 {
+		t.Errorf("written pages: %d missing", got)
+	}
+}

@@ -78,7 +78,7 @@ func listDevices(h runtime.Host) ([]lsDevice, error) {
 		if name, err := h.SysfsDevice(i, "info/architecture/instance_type"); err == nil {
 			if p, err := dhal.LookupProduct(name); err == nil {
 				if f, err := dhal.Facts(p.Arch); err == nil {
-					row.MemorySize = uint64(f.HBMChannels) * f.HBMSize
+					row.MemorySize = f.HBMBytes()
 				}
 			}
 		}
