@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/internal/procfs"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -87,16 +88,13 @@ func TestFileBackingBeyondLimit(t *testing.T) {
 // statusKiB reads a kB field of /proc/PID/status.
 func statusKiB(t *testing.T, pid int, field string) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := procfs.Field(fmt.Sprintf("/proc/%d/status", pid), field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
-			n, _ := strconv.ParseUint(f[1], 10, 64)
-			return n
-		}
+	n, err := strconv.ParseUint(strings.TrimSuffix(v, " kB"), 10, 64)
+	if err != nil {
+		t.Fatalf("%s of %d: %q", field, pid, v)
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return n
 }

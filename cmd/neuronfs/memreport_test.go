@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/internal/procfs"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -83,15 +84,10 @@ func TestDaemonOOMScore(t *testing.T) {
 
 // hasCapSysResource reads the effective capability set of this process.
 func hasCapSysResource(t *testing.T) bool {
-	b, err := os.ReadFile("/proc/self/status")
+	v, err := procfs.Field("/proc/self/status", "CapEff")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && caps&(1<<unix.CAP_SYS_RESOURCE) != 0
-		}
-	}
-	return false
+	caps, err := strconv.ParseUint(v, 16, 64)
+	return err == nil && caps&(1<<unix.CAP_SYS_RESOURCE) != 0
 }
