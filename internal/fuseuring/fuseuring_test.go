@@ -386,21 +386,7 @@ func TestInterruptReachesRingRequest(t *testing.T) {
 // A lazy unmount while a request is in service: the request completes,
 // then the transport ends.
 func TestLazyUnmountInFlight(t *testing.T) {
-	requireURing(t)
-	m := mountTest(t, t.TempDir(), -1)
-	if m.err != nil {
-		t.Fatal(m.err)
-	}
-	fd, err := unix.Open(m.dir+"/f", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make(chan unix.Errno, 1)
-	go func() {
-		_, e := ioctl(fd, cmdBlock, nil)
-		res <- e
-	}()
-	wait(t, "blocking handler start", func() { <-m.fs.entered })
+	m, fd, res := blockedRequest(t)
 	if err := unix.Unmount(m.dir, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
@@ -418,21 +404,7 @@ func TestLazyUnmountInFlight(t *testing.T) {
 // cleanup` do) while a request waits on a worker: the caller gets an
 // error at once, the worker's late commit is refused, and every queue ends.
 func TestAbortInFlight(t *testing.T) {
-	requireURing(t)
-	m := mountTest(t, t.TempDir(), -1)
-	if m.err != nil {
-		t.Fatal(m.err)
-	}
-	fd, err := unix.Open(m.dir+"/f", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make(chan unix.Errno, 1)
-	go func() {
-		_, e := ioctl(fd, cmdBlock, nil)
-		res <- e
-	}()
-	wait(t, "blocking handler start", func() { <-m.fs.entered })
+	m, fd, res := blockedRequest(t)
 	abort(t, m.dir)
 	wait(t, "aborted caller", func() {
 		if e := <-res; e == 0 {
@@ -443,6 +415,29 @@ func TestAbortInFlight(t *testing.T) {
 	unix.Close(fd)
 	unix.Unmount(m.dir, unix.MNT_DETACH)
 	wait(t, "transport end", m.tr.Wait)
+}
+
+// blockedRequest mounts the test file system over io_uring and leaves one
+// ioctl of it waiting in its handler (until m.fs.release closes); the
+// ioctl's errno arrives on res.
+func blockedRequest(t *testing.T) (m *mounted, fd int, res chan unix.Errno) {
+	t.Helper()
+	requireURing(t)
+	m = mountTest(t, t.TempDir(), -1)
+	if m.err != nil {
+		t.Fatal(m.err)
+	}
+	fd, err := unix.Open(m.dir+"/f", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = make(chan unix.Errno, 1)
+	go func() {
+		_, e := ioctl(fd, cmdBlock, nil)
+		res <- e
+	}()
+	wait(t, "blocking handler start", func() { <-m.fs.entered })
+	return m, fd, res
 }
 
 func abort(t testing.TB, dir string) {
