@@ -2,14 +2,42 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )
+
+// buildCClient compiles testdata/<name>.c against neuron_abi.h, the
+// header cABIHeader writes for cmds, into a directory others may read
+// (run's CMD may drop privileges). It fails the test without a compiler.
+func buildCClient(t *testing.T, name string, cmds []uint32, ccFlags ...string) string {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Fatalf("a C compiler is needed for this test: %v", err)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	header := cABIHeader(t, cmds, dmaConstants())
+	if err := os.WriteFile(filepath.Join(dir, "neuron_abi.h"), []byte(header), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	args := append(append([]string{"-O2", "-Wall", "-Werror"}, ccFlags...), "-I", dir, "-o", bin, "testdata/"+name+".c")
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s\nheader:\n%s", err, out, header)
+	}
+	return bin
+}
 
 // cABIHeader writes, for C test clients, the command numbers and argument
 // structs of the given commands as the ioctl table defines them (one ABI

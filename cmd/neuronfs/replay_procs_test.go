@@ -2,12 +2,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace"
 )
@@ -16,24 +14,9 @@ import (
 // generated from the ABI table.
 func buildProcsCheck(t *testing.T) string {
 	t.Helper()
-	testutil.RequireFUSE(t)
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Fatalf("a C compiler is needed for this test: %v", err)
-	}
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	header := cABIHeader(t, []uint32{
+	return buildCClient(t, "procs_check", []uint32{
 		ioctl.CmdMemAllocV2MT64, ioctl.CmdMemGetExtendedInfo, ioctl.CmdMemGetPA, ioctl.CmdDMAQueueInit, ioctl.CmdAcquireNeuronDS,
-	}, dmaConstants())
-	if err := os.WriteFile(filepath.Join(dir, "neuron_abi.h"), []byte(header), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "procs_check")
-	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-I", dir, "-o", bin, "testdata/procs_check.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	return bin
+	})
 }
 
 // procsClientSaid is what procs_check prints when every step went as the

@@ -2,14 +2,10 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -17,27 +13,13 @@ import (
 // generated from the ABI table.
 func buildSigalrmCheck(t *testing.T) string {
 	t.Helper()
-	testutil.RequireFUSE(t)
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Fatalf("a C compiler is needed for this test: %v", err)
-	}
-	dir := t.TempDir()
-	header := cABIHeader(t, []uint32{
+	return buildCClient(t, "sigalrm_check", []uint32{
 		ioctl.CmdMemAllocV2MT64, ioctl.CmdMemGetExtendedInfo, ioctl.CmdMemBufCopy64, ioctl.CmdMemCopy64,
 		ioctl.CmdMemset64, ioctl.CmdMemCopyAsync64, ioctl.CmdMemCopyAsyncWait, ioctl.CmdHBMScrubStart,
 		ioctl.CmdHBMScrubWait, ioctl.CmdNCReset, ioctl.CmdNCResetReady, ioctl.CmdDeviceReset, ioctl.CmdDeviceReady,
 		ioctl.CmdCRWLReaderEnter, ioctl.CmdCRWLReaderExit, ioctl.CmdCRWLWriterEnter, ioctl.CmdCRWLWriterDowngrade,
 		ioctl.CmdDMAQueueInit, ioctl.CmdDMACopyDescriptors64, ioctl.CmdDMAQueueCopyStart,
-	}, dmaConstants())
-	if err := os.WriteFile(filepath.Join(dir, "neuron_abi.h"), []byte(header), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "sigalrm_check")
-	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-pthread", "-I", dir, "-o", bin, "testdata/sigalrm_check.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s\nheader:\n%s", err, out, header)
-	}
-	return bin
+	}, "-pthread")
 }
 
 // runClient runs CMD inside `neuronfs run` with flags, killing it after
