@@ -87,7 +87,10 @@ func FuzzIoctl(f *testing.F) {
 	}
 	var targets []target
 	for _, version := range []string{ioctl.DefaultVersion, ioctl.Versions()[0]} {
-		sys, err := NewSystem(Config{Instance: "trn2.48xlarge", DriverVersion: version})
+		// The systems live across inputs, and fuzzed copies and memsets
+		// write gigabytes: a 1 GiB limit keeps the host's memory, and each
+		// input's time, bounded (writes past it fail as the driver's would).
+		sys, err := NewSystem(Config{Instance: "trn2.48xlarge", DriverVersion: version, MemoryLimit: 1 << 30})
 		if err != nil {
 			f.Fatal(err)
 		}
