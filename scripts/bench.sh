@@ -37,14 +37,17 @@ for ((i = 0; i < count; i++)); do
 	done
 done
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
-# The filter's cost, with and without it (--no-chardev): one run of each
-# per round, so both see the same minute of this shared machine.
+# The filter's cost, with and without it (--no-chardev), and the floor
+# under any supervisor (a notified open answered at once, in C): one run
+# of each per round, so all see the same minute of this shared machine.
 go test -c -o "$raw.neuronfs.test" ./cmd/neuronfs
+go test -c -o "$raw.chardev.test" ./internal/chardev
 for _ in $(seq "$count"); do
 	(cd cmd/neuronfs && "$raw.neuronfs.test" -test.run '^$' -test.bench '^(BenchmarkFilteredSyscalls|BenchmarkRunWorkload)$' -test.benchtime 1x -test.count 1) | tee -a "$raw"
+	(cd internal/chardev && "$raw.chardev.test" -test.run '^$' -test.bench '^BenchmarkNotificationFloor$' -test.benchtime 1x -test.count 1) | tee -a "$raw"
 done
 (cd cmd/neuronfs && "$raw.neuronfs.test" -test.run '^$' -test.bench '^BenchmarkChardevOpenStorm$' -test.benchtime 1x -test.count 1) | tee -a "$raw"
-rm -f "$raw.neuronfs.test"
+rm -f "$raw.neuronfs.test" "$raw.chardev.test"
 table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -filter '.name:RoundTrip' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
@@ -55,6 +58,7 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:ExecConcurrent' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:FilteredSyscalls' "$raw"; echo
+	"$benchstat" -filter '.name:NotificationFloor' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:RunWorkload' "$raw"; echo
 	"$benchstat" -filter '.name:ChardevOpenStorm' "$raw"; echo
 	"$benchstat" -filter '.name:MountReady' "$raw")
