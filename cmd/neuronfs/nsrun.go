@@ -106,7 +106,7 @@ func cmdNsRun(args []string) int {
 			Open:      fsys.OpenFor,
 			Mmap:      fsys.CheckMmap,
 			Log:       log,
-		}, 2)
+		})
 		if err != nil {
 			log.WithError(err).Error("seccomp supervisor stopped")
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/sirupsen/logrus"
@@ -74,8 +75,8 @@ type Supervisor struct {
 	fuseInos map[uint64]int // inode -> minor
 	log      *logrus.Entry
 	// syncWake: the kernel wakes a receiver blocked in RECV (Linux ≥ 6.6,
-	// which has SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP too), so the loops
-	// block there instead of polling first.
+	// which has SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP too), so the loop
+	// blocks there instead of polling first.
 	syncWake bool
 	// noProcmapQuery is set once PROCMAP_QUERY (Linux ≥ 6.11) failed as
 	// unsupported; /proc/PID/maps is read instead.
@@ -83,6 +84,8 @@ type Supervisor struct {
 	// wg counts the receiving loops and the goroutines that serve device
 	// calls.
 	wg sync.WaitGroup
+	// receiving counts the loops waiting for a notification.
+	receiving atomic.Int32
 
 	// mu guards reserved: descriptor numbers chosen for a device
 	// descriptor whose installation is under way, so two installations
@@ -104,9 +107,15 @@ type Config struct {
 	Log       *logrus.Entry
 }
 
-// Serve answers notifications on workers OS threads until the listener
-// reports that no filtered task is left, then returns.
-func Serve(cfg Config, workers int) error {
+// Serve answers notifications until the listener reports that no filtered
+// task is left, then returns.
+//
+// One receiving thread, not several, unless one is stuck (see loop): the
+// kernel wakes every thread blocked in RECV for each notification (the
+// wait is not exclusive), and with synchronous wake-up all of them onto
+// the notifier's CPU, so each further receiver made every notification pay
+// for a thread that woke and slept again.
+func Serve(cfg Config) error {
 	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, fuseInos: map[uint64]int{}, log: cfg.Log, reserved: map[uint32]bool{}}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
@@ -127,26 +136,36 @@ func Serve(cfg Config, workers int) error {
 	} else {
 		s.log.WithError(e).Debug("seccomp: no synchronous wake-up (Linux < 6.6); polling the listener")
 	}
-	for i := 0; i < workers; i++ {
-		s.wg.Add(1)
-		go s.loop()
-	}
+	s.wg.Add(1)
+	go s.loop()
 	s.wg.Wait()
 	return unix.Close(s.listener)
 }
 
-// scratch is one loop's reusable memory, so the common path allocates
+// scratch is the loop's reusable memory, so the common path allocates
 // nothing.
 type scratch struct {
 	path [unix.PathMax + 64]byte
 	buf  [4096]byte
 }
 
+// stallAfter is how long the receiving thread may spend on one
+// notification before another thread starts receiving. Deciding an open
+// resolves its path, and a lookup on a FUSE file system that a filtered
+// process serves waits for that process, which may itself be waiting for
+// an open of its own to be answered.
+const stallAfter = 50 * time.Millisecond
+
 // loop receives and answers notifications on its own OS thread. Calls
 // that cannot concern a device (the path of an open does not name one, a
 // descriptor is not one) are answered here, at once; calls on a device go
 // to a goroutine of their own, since they call into the FUSE tree and the
 // emulated driver and may wait.
+//
+// Normally one loop runs. When a loop has spent stallAfter on one
+// notification and no other is receiving, another starts; a loop that
+// finishes a notification while another is receiving ends, so the count
+// goes back to one.
 func (s *Supervisor) loop() {
 	defer s.wg.Done()
 	// A thread of its own: a goroutine moved between threads would be
@@ -154,39 +173,65 @@ func (s *Supervisor) loop() {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	sc := new(scratch)
+	fired := make(chan struct{}, 1)
+	stall := time.AfterFunc(time.Hour, func() {
+		if s.receiving.Load() == 0 {
+			s.wg.Add(1) // this loop's count is held until fired is read
+			go s.loop()
+		}
+		fired <- struct{}{}
+	})
+	stall.Stop()
 	for {
-		if !s.syncWake {
-			// Before Linux 6.6 a blocked RECV is not woken when the last
-			// filtered task goes away; the listener's poll reports it.
-			fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}}
-			if _, err := unix.Poll(fds, -1); err != nil {
-				if err == unix.EINTR {
-					continue
-				}
-				return
-			}
-			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-				return
-			}
-		}
 		var n seccompNotif // RECV wants it zeroed
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n))); e != 0 {
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.ENOENT:
-				// Another loop took it, the target died between
-				// notification and receipt, or no task uses the filter
-				// any more (then the listener reports a hang-up).
-				if s.orphaned() {
-					return
-				}
-				continue
-			}
-			return // ENOTCONN etc.: no task uses the filter any more
+		s.receiving.Add(1)
+		more, ok := s.receive(&n)
+		s.receiving.Add(-1)
+		if !more {
+			return
 		}
+		if !ok {
+			continue
+		}
+		stall.Reset(stallAfter)
 		s.handle(&n, sc)
+		if !stall.Stop() {
+			<-fired
+		}
+		if s.receiving.Load() > 0 {
+			return
+		}
 	}
+}
+
+// receive takes the next notification into n. more is false once no
+// filtered task is left; ok is false when nothing was taken (a signal,
+// or a target that died before its notification was received).
+func (s *Supervisor) receive(n *seccompNotif) (more, ok bool) {
+	if !s.syncWake {
+		// Before Linux 6.6 a blocked RECV is not woken when the last
+		// filtered task goes away; the listener's poll reports it.
+		fds := []unix.PollFd{{Fd: int32(s.listener), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			return err == unix.EINTR, false
+		}
+		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return false, false
+		}
+	}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(n))); e != 0 {
+		switch e {
+		case unix.EINTR:
+			return true, false
+		case unix.ENOENT:
+			// The target died between notification and receipt, another
+			// loop took it, or no task uses the filter any more (then
+			// the listener reports a hang-up).
+			return !s.orphaned(), false
+		}
+		return false, false // ENOTCONN etc.: no task uses the filter any more
+	}
+	return true, true
 }
 
 // orphaned reports whether no task uses the filter any more.
