@@ -79,7 +79,9 @@ func (n *lookupOpener) Lookup(ctx context.Context, name string, out *fuse.EntryO
 func TestRunSupervisorLookupWaitsForAnOpen(t *testing.T) {
 	testutilRequireFUSE(t)
 	bin := clientCopy(t)
-	out, err := neuronfs(t, "run", "--instance=trn1.2xlarge", "--", bin, "__client", "fuselookup").Output()
+	// As root whoever called the suite (sudo passes its caller's uid to
+	// run): the client mounts a FUSE file system.
+	out, err := neuronfs(t, "run", "--instance=trn1.2xlarge", "--uid=0", "--gid=0", "--", bin, "__client", "fuselookup").Output()
 	if got := strings.TrimSpace(string(out)); err != nil || got != "ok" {
 		t.Fatalf("run fuselookup: %v, printed %q", err, got)
 	}
