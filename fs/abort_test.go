@@ -42,3 +42,83 @@ func TestAbort(t *testing.T) {
 		t.Errorf("a second abort (connection gone): %v", err)
 	}
 }
+
+// The kernel hands the device number an unmount frees to the next mount,
+// and fusectl names a connection by that number alone: an Abort after
+// an unmount that ended the connection must reach nobody, not the
+// next mount that took its number.
+func TestAbortAfterUnmountSparesTheNextMount(t *testing.T) {
+	testutil.RequireFUSE(t)
+	sys, err := device.NewSystem(device.Config{Instance: "trn1.2xlarge", Major: 244})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	mountDev := func(dir string) (*fs.FS, uint64) {
+		t.Helper()
+		f, err := fs.Mount(sys, dir, fs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		return f, st.Dev
+	}
+	// Another test's mount may take the number first; try a few times.
+	for attempt := 0; attempt < 10; attempt++ {
+		first, dev := mountDev(t.TempDir())
+		if err := first.Unmount(); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		next, nextDev := mountDev(dir)
+		if nextDev != dev {
+			next.Unmount()
+			first.Abort()
+			continue
+		}
+		if err := first.Abort(); err != nil {
+			t.Errorf("abort after unmount: %v", err)
+		}
+		fd := openDev(t, dir, 0, unix.O_RDWR)
+		var info ioctl.DeviceBasicInfo
+		r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
+		expectErrno(t, "the next mount, after the first one's abort", r, e, 0, 0)
+		unix.Close(fd)
+		if err := next.Unmount(); err != nil {
+			t.Errorf("unmount of the next mount: %v", err)
+		}
+		return
+	}
+	t.Skip("every later mount got another device number (a busy machine)")
+}
+
+// An unmount of a mount still in use only detaches it: the connection
+// lives on for its users, and Abort still ends it.
+func TestAbortAfterBusyUnmount(t *testing.T) {
+	testutil.RequireFUSE(t)
+	sys, err := device.NewSystem(device.Config{Instance: "trn1.2xlarge", Major: 244})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	dir := t.TempDir()
+	f, err := fs.Mount(sys, dir, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := openDev(t, dir, 0, unix.O_RDWR)
+	if err := f.Unmount(); err != nil {
+		t.Fatalf("lazy unmount: %v", err)
+	}
+	var info ioctl.DeviceBasicInfo
+	r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
+	expectErrno(t, "a user of the detached mount", r, e, 0, 0)
+	if err := f.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	r, e = testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
+	expectErrno(t, "after the abort", r, e, 0, unix.ENOTCONN)
+}

@@ -57,6 +57,10 @@ type FS struct {
 	mountpoint string
 	rootFd     int    // O_PATH of the root: reaches the tree even after a lazy unmount
 	connDev    uint64 // kernel dev_t of the connection, for fusectl
+	// abortPin is an O_PATH descriptor of the root that keeps the mount's
+	// connection number ours for Abort (fusectl.go); -1 once the unmount
+	// has ended the connection.
+	abortPin atomic.Int32
 
 	behalfMu     lockrank.Mutex[lockrank.Transport]
 	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
@@ -120,6 +124,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	now := time.Now()
 	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
+	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
 	f.catchSIGUSR1(opts)
@@ -180,6 +185,9 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.connDev = KernelDev(uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev)))
 		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
 	}
+	if pin, err := unix.FcntlInt(uintptr(f.rootFd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+		f.abortPin.Store(int32(pin))
+	}
 	// A handler panic may leave a lock held: end the daemon cleanly rather
 	// than serve on and hang callers behind it.
 	sys.SetPanicHandler(func(p any) {
@@ -208,7 +216,10 @@ func (f *FS) Unmount() error {
 	if f.unhookExit != nil {
 		f.unhookExit()
 	}
-	// The root fd pins the mount; drop it first or unmounting never ends.
+	// The root fds pin the mount; drop them first or unmounting never ends.
+	if pin := f.abortPin.Swap(-1); pin >= 0 {
+		unix.Close(int(pin))
+	}
 	if f.rootFd > 0 {
 		unix.Close(f.rootFd)
 		f.rootFd = 0
@@ -218,6 +229,7 @@ func (f *FS) Unmount() error {
 	if busy {
 		// Still in use (an open fd, a mapping): detach now; the kernel
 		// finishes when the last user goes.
+		f.repin()
 		err = unix.Unmount(f.mountpoint, unix.MNT_DETACH)
 	}
 	if err == nil {

@@ -53,7 +53,7 @@ func cmdCleanup(args []string) int {
 		if !fuseDead(m.point, 2*time.Second) {
 			continue
 		}
-		if err := detachDeadMount(mounts, m.point); err != nil {
+		if err := detachDeadMount(m.point); err != nil {
 			errs = append(errs, err)
 		} else {
 			fmt.Printf("detached the dead mount %s\n", m.point)
@@ -68,16 +68,39 @@ func cmdCleanup(args []string) int {
 // detachDeadMount aborts and detaches the neuronfs FUSE mount at point
 // (whose daemon is known to be gone), if that is what is mounted there.
 // Aborting first ends any request a dying daemon left waiting, which
-// would otherwise keep it alive.
-func detachDeadMount(mounts []mountEntry, point string) error {
-	m, ok := topMountAt(mounts, point)
-	if !ok || !m.neuronfs() {
+// would otherwise keep it alive. The mount is pinned from the check to
+// the detach, so the connection aborted is the one checked: its number
+// could otherwise pass to another mount in between (fs.AbortPinned).
+func detachDeadMount(point string) error {
+	pin, err := unix.Open(point, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
 		return nil
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", point, err)
 	}
-	if err := fs.AbortConnection(fs.KernelDev(m.major, m.minor)); err != nil {
+	defer unix.Close(pin)
+	pinned, err := fs.Pinned(pin)
+	if err != nil {
+		return fmt.Errorf("%s: %w", point, err)
+	}
+	mounts, err := readMounts()
+	if err != nil {
 		return err
 	}
-	if err := unix.Unmount(point, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+	ours := false
+	for _, m := range mounts {
+		if m.id == pinned.ID {
+			ours = m.point == point && m.neuronfs()
+			break
+		}
+	}
+	if !ours {
+		return nil
+	}
+	if err := fs.AbortPinned(pin); err != nil {
+		return err
+	}
+	if err := unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", pin), unix.MNT_DETACH); err != nil && err != unix.EINVAL {
 		return fmt.Errorf("unmount %s: %w", point, err)
 	}
 	return nil

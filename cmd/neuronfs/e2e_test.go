@@ -255,9 +255,20 @@ func startMount(t *testing.T, args ...string) (*exec.Cmd, string) {
 	}
 	waitFor(t, "the mount", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "sys/module/neuron/version"))
+		if err != nil && exited(cmd) {
+			t.Fatal("the daemon exited before its mount was up (its error is above)")
+		}
 		return err == nil
 	})
 	return cmd, dir
+}
+
+// exited reports whether cmd's process has ended, leaving it to be reaped
+// by cmd.Wait.
+func exited(cmd *exec.Cmd) bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo != 0
 }
 
 func TestMountUnmountsOnSignal(t *testing.T) {

@@ -151,7 +151,7 @@ func (s *hostState) undo() error {
 			}
 		}
 	}
-	if err := detachDeadMount(mounts, s.Mountpoint); err != nil {
+	if err := detachDeadMount(s.Mountpoint); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.Remove(s.Mountpoint); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -12,6 +12,7 @@ import (
 
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
+	id           uint64 // the mount ID
 	major, minor uint64
 	point        string
 	fstype       string // "fuse.neuronfs", "tmpfs", ...
@@ -39,6 +40,9 @@ func readMounts() ([]mountEntry, error) {
 				continue
 			}
 			var e mountEntry
+			if _, err := fmt.Sscanf(fields[0], "%d", &e.id); err != nil {
+				break
+			}
 			if _, err := fmt.Sscanf(fields[2], "%d:%d", &e.major, &e.minor); err != nil {
 				break
 			}

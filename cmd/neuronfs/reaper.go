@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,10 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/neuronfs/neuronfs/fs"
 )
 
 // reapCmd is the hidden command of the reaper: a small child process that
@@ -110,18 +105,13 @@ func cmdReap(args []string) int {
 		}
 	}()
 	<-sigs
-	dev, ok := neuronfsMount(mnt)
-	if !ok {
-		return 0
-	}
 	// A daemon killed while it was its own client (go-fuse polls a file
 	// of its own mount once at start) leaves a thread waiting for an
-	// answer only it could give; aborting the connection ends that wait.
-	if err := fs.AbortConnection(dev); err != nil {
+	// answer only it could give; detachDeadMount aborts the connection,
+	// which ends that wait, and checks first that a neuronfs mount still
+	// sits at mnt, so the reaper never detaches something mounted later.
+	if err := detachDeadMount(mnt); err != nil {
 		fmt.Fprintf(os.Stderr, "neuronfs reaper: %v\n", err)
-	}
-	if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
-		fmt.Fprintf(os.Stderr, "neuronfs reaper: unmount %s: %v\n", mnt, err)
 		return 1
 	}
 	return 0
@@ -144,30 +134,4 @@ func daemonExiting(pid int) bool {
 	}
 	state := stat[i+2]
 	return state == 'Z' || state == 'X'
-}
-
-// neuronfsMount reports whether a neuronfs FUSE mount sits at mnt (so the
-// reaper never detaches something mounted there later) and its device.
-func neuronfsMount(mnt string) (dev uint64, ok bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+2 < len(fields) && len(fields) > 4 &&
-				fields[4] == mnt && strings.HasPrefix(fields[i+1], "fuse") && fields[i+2] == "neuronfs" {
-				var major, minor uint64
-				if _, err := fmt.Sscanf(fields[2], "%d:%d", &major, &minor); err != nil {
-					return 0, false
-				}
-				// fusectl names a connection by the kernel's dev_t.
-				return fs.KernelDev(major, minor), true
-			}
-		}
-	}
-	return 0, false
 }
