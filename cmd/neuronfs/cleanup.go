@@ -50,12 +50,9 @@ func cmdCleanup(args []string) int {
 		if !m.neuronfs() {
 			continue
 		}
-		if !fuseDead(m.point, 2*time.Second) {
-			continue
-		}
-		if err := detachDeadMount(m.point); err != nil {
+		if detached, err := detachDeadMount(m.point, 2*time.Second); err != nil {
 			errs = append(errs, err)
-		} else {
+		} else if detached {
 			fmt.Printf("detached the dead mount %s\n", m.point)
 		}
 	}
@@ -65,27 +62,28 @@ func cmdCleanup(args []string) int {
 	return exitOK
 }
 
-// detachDeadMount aborts and detaches the neuronfs FUSE mount at point
-// (whose daemon is known to be gone), if that is what is mounted there.
+// detachDeadMount aborts and detaches the neuronfs FUSE mount at point,
+// if that is what is mounted there and its daemon is gone: known to be
+// (probe 0) or found to be by a probe that gets ENOTCONN within probe.
 // Aborting first ends any request a dying daemon left waiting, which
 // would otherwise keep it alive. The mount is pinned from the check to
 // the detach, so the connection aborted is the one checked: its number
 // could otherwise pass to another mount in between (fs.AbortPinned).
-func detachDeadMount(point string) error {
+func detachDeadMount(point string, probe time.Duration) (bool, error) {
 	pin, err := unix.Open(point, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil
+		return false, nil
 	} else if err != nil {
-		return fmt.Errorf("%s: %w", point, err)
+		return false, fmt.Errorf("%s: %w", point, err)
 	}
 	defer unix.Close(pin)
 	pinned, err := fs.Pinned(pin)
 	if err != nil {
-		return fmt.Errorf("%s: %w", point, err)
+		return false, fmt.Errorf("%s: %w", point, err)
 	}
 	mounts, err := readMounts()
 	if err != nil {
-		return err
+		return false, err
 	}
 	ours := false
 	for _, m := range mounts {
@@ -94,14 +92,14 @@ func detachDeadMount(point string) error {
 			break
 		}
 	}
-	if !ours {
-		return nil
+	if !ours || (probe > 0 && !fuseDead(pin, probe)) {
+		return false, nil
 	}
 	if err := fs.AbortPinned(pin); err != nil {
-		return err
+		return false, err
 	}
 	if err := unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", pin), unix.MNT_DETACH); err != nil && err != unix.EINVAL {
-		return fmt.Errorf("unmount %s: %w", point, err)
+		return false, fmt.Errorf("unmount %s: %w", point, err)
 	}
-	return nil
+	return true, nil
 }

@@ -351,43 +351,72 @@ func (h hostScenario) staleState(compare func(string) error) error {
 	return nil
 }
 
-// deadMount: cleanup also detaches a neuronfs mount whose daemon died.
+// deadMount: cleanup also detaches a neuronfs mount whose daemon died,
+// and leaves a live daemon's mount alone.
 func (h hostScenario) deadMount(compare func(string) error) error {
-	dir, err := os.MkdirTemp("", "neuronfs-dead-")
-	if err != nil {
-		return err
+	type testMount struct {
+		dir string
+		cmd *exec.Cmd
 	}
-	defer os.Remove(dir)
-	cmd := exec.Command(os.Args[0], "__client", "fusemount")
-	cmd.Env = append(os.Environ(), "FUSEMOUNT_DIR="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	mounted := func() bool {
+	mounted := func(dir string) bool {
 		mounts, _ := readMounts()
 		m, ok := topMountAt(mounts, dir)
 		return ok && m.neuronfs()
 	}
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" || !mounted() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return fmt.Errorf("the test mount did not come up: %q", line)
+	start := func() (*testMount, error) {
+		dir, err := os.MkdirTemp("", "neuronfs-dead-")
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(os.Args[0], "__client", "fusemount")
+		cmd.Env = append(os.Environ(), "FUSEMOUNT_DIR="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" || !mounted(dir) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("the test mount did not come up: %q", line)
+		}
+		return &testMount{dir, cmd}, nil
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	if !mounted() {
+	dead, err := start()
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dead.dir)
+	live, err := start()
+	if err != nil {
+		return err
+	}
+	defer os.Remove(live.dir)
+	dead.cmd.Process.Kill()
+	dead.cmd.Wait()
+	if !mounted(dead.dir) {
+		live.cmd.Process.Kill()
+		live.cmd.Wait()
 		return errors.New("the killed daemon's mount went away by itself; nothing to clean up")
 	}
 	out, err := h.neuronfs("cleanup", "--state-dir", h.state).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "detached the dead mount "+dir) {
+	liveLeft := mounted(live.dir)
+	live.cmd.Process.Kill()
+	live.cmd.Wait()
+	if err != nil || !strings.Contains(string(out), "detached the dead mount "+dead.dir) {
 		return fmt.Errorf("cleanup of a dead mount: %v\n%s", err, out)
 	}
-	if mounted() {
+	if mounted(dead.dir) {
 		return errors.New("the dead mount is still there after cleanup")
+	}
+	if !liveLeft || strings.Contains(string(out), live.dir) {
+		return fmt.Errorf("cleanup detached a live daemon's mount:\n%s", out)
+	}
+	// Now that one is dead too.
+	if out, err := h.neuronfs("cleanup", "--state-dir", h.state).CombinedOutput(); err != nil || mounted(live.dir) {
+		return fmt.Errorf("second cleanup: %v\n%s", err, out)
 	}
 	if err := compare("after cleaning a dead mount"); err != nil {
 		return err

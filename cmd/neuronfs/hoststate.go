@@ -151,7 +151,7 @@ func (s *hostState) undo() error {
 			}
 		}
 	}
-	if err := detachDeadMount(s.Mountpoint); err != nil {
+	if _, err := detachDeadMount(s.Mountpoint, 0); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.Remove(s.Mountpoint); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -84,14 +84,20 @@ func topMountAt(mounts []mountEntry, point string) (mountEntry, bool) {
 	return mountEntry{}, false
 }
 
-// fuseDead reports whether the FUSE mount at point has lost its daemon:
+// fuseDead reports whether the FUSE mount pin pins has lost its daemon:
 // the kernel then answers ENOTCONN at once. A daemon that does not answer
-// within the timeout is not called dead (it may be busy).
-func fuseDead(point string, timeout time.Duration) bool {
+// within the timeout is not called dead (it may be busy); the probe then
+// finishes on its own descriptor, whenever the kernel lets it.
+func fuseDead(pin int, timeout time.Duration) bool {
+	probe, err := unix.FcntlInt(uintptr(pin), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
 	res := make(chan error, 1)
 	go func() {
+		defer unix.Close(probe)
 		var st unix.Statfs_t
-		res <- unix.Statfs(point, &st)
+		res <- unix.Fstatfs(probe, &st)
 	}()
 	select {
 	case err := <-res:

@@ -110,7 +110,7 @@ func cmdReap(args []string) int {
 	// answer only it could give; detachDeadMount aborts the connection,
 	// which ends that wait, and checks first that a neuronfs mount still
 	// sits at mnt, so the reaper never detaches something mounted later.
-	if err := detachDeadMount(mnt); err != nil {
+	if _, err := detachDeadMount(mnt, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "neuronfs reaper: %v\n", err)
 		return 1
 	}
