@@ -11,20 +11,34 @@ import (
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
-// Abort ends the connection: requests fail with ENOTCONN instead of
-// waiting for a server that is going away, and the mount still unmounts.
-func TestAbort(t *testing.T) {
+// abortSystem is the emulated host of the abort tests, which need FUSE.
+func abortSystem(t *testing.T) *device.System {
+	t.Helper()
 	testutil.RequireFUSE(t)
 	sys, err := device.NewSystem(device.Config{Instance: "trn1.2xlarge", Major: 244})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sys.Close()
-	dir := t.TempDir()
+	t.Cleanup(sys.Close)
+	return sys
+}
+
+// mountAt mounts sys at dir; the test unmounts it.
+func mountAt(t *testing.T, sys *device.System, dir string) *fs.FS {
+	t.Helper()
 	f, err := fs.Mount(sys, dir, fs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// Abort ends the connection: requests fail with ENOTCONN instead of
+// waiting for a server that is going away, and the mount still unmounts.
+func TestAbort(t *testing.T) {
+	sys := abortSystem(t)
+	dir := t.TempDir()
+	f := mountAt(t, sys, dir)
 	fd := openDev(t, dir, 0, unix.O_RDWR)
 	var info ioctl.DeviceBasicInfo
 	r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
@@ -48,18 +62,10 @@ func TestAbort(t *testing.T) {
 // an unmount that ended the connection must reach nobody, not the
 // next mount that took its number.
 func TestAbortAfterUnmountSparesTheNextMount(t *testing.T) {
-	testutil.RequireFUSE(t)
-	sys, err := device.NewSystem(device.Config{Instance: "trn1.2xlarge", Major: 244})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
+	sys := abortSystem(t)
 	mountDev := func(dir string) (*fs.FS, uint64) {
 		t.Helper()
-		f, err := fs.Mount(sys, dir, fs.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mountAt(t, sys, dir)
 		var st unix.Stat_t
 		if err := unix.Stat(dir, &st); err != nil {
 			t.Fatal(err)
@@ -98,17 +104,9 @@ func TestAbortAfterUnmountSparesTheNextMount(t *testing.T) {
 // An unmount of a mount still in use only detaches it: the connection
 // lives on for its users, and Abort still ends it.
 func TestAbortAfterBusyUnmount(t *testing.T) {
-	testutil.RequireFUSE(t)
-	sys, err := device.NewSystem(device.Config{Instance: "trn1.2xlarge", Major: 244})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
+	sys := abortSystem(t)
 	dir := t.TempDir()
-	f, err := fs.Mount(sys, dir, fs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mountAt(t, sys, dir)
 	fd := openDev(t, dir, 0, unix.O_RDWR)
 	if err := f.Unmount(); err != nil {
 		t.Fatalf("lazy unmount: %v", err)
