@@ -12,11 +12,10 @@ import (
 
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
-	id           uint64 // the mount ID
-	major, minor uint64
-	point        string
-	fstype       string // "fuse.neuronfs", "tmpfs", ...
-	source       string
+	id     uint64 // the mount ID
+	point  string
+	fstype string // "fuse.neuronfs", "tmpfs", ...
+	source string
 }
 
 // neuronfs reports whether the mount is served by a neuronfs daemon.
@@ -41,9 +40,6 @@ func readMounts() ([]mountEntry, error) {
 			}
 			var e mountEntry
 			if _, err := fmt.Sscanf(fields[0], "%d", &e.id); err != nil {
-				break
-			}
-			if _, err := fmt.Sscanf(fields[2], "%d:%d", &e.major, &e.minor); err != nil {
 				break
 			}
 			e.point, e.fstype, e.source = unescapeMount(fields[4]), fields[i+1], fields[i+2]
