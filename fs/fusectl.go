@@ -13,9 +13,9 @@ const (
 	fusectlSuperMagic = 0x65735543
 )
 
-// KernelDev is the kernel's dev_t of a mount, which fusectl uses to name
+// kernelDev is the kernel's dev_t of a mount, which fusectl uses to name
 // its connection.
-func KernelDev(major, minor uint64) uint64 { return major<<20 | minor }
+func kernelDev(major, minor uint64) uint64 { return major<<20 | minor }
 
 // PinnedMount describes the FUSE mount a descriptor pins (an O_PATH open
 // of its root or of any file in it), read without asking its daemon.
@@ -31,7 +31,7 @@ func Pinned(fd int) (PinnedMount, error) {
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx); err != nil {
 		return PinnedMount{}, fmt.Errorf("statx: %w", err)
 	}
-	return PinnedMount{ID: stx.Mnt_id, Dev: KernelDev(uint64(stx.Dev_major), uint64(stx.Dev_minor))}, nil
+	return PinnedMount{ID: stx.Mnt_id, Dev: kernelDev(uint64(stx.Dev_major), uint64(stx.Dev_minor))}, nil
 }
 
 // AbortPinned aborts the FUSE connection of the mount fd pins, through
@@ -99,7 +99,8 @@ func (f *FS) repin() {
 	if err != nil {
 		return
 	}
-	if m, err := Pinned(pin); err != nil || m.Dev != f.connDev || !f.abortPin.CompareAndSwap(-1, int32(pin)) {
+	dev := f.mountDev.Load()
+	if m, err := Pinned(pin); err != nil || m.Dev != kernelDev(dev>>32, dev&0xffffffff) || !f.abortPin.CompareAndSwap(-1, int32(pin)) {
 		unix.Close(pin)
 	}
 }

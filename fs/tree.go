@@ -55,8 +55,7 @@ type FS struct {
 	// mounted stamps every inode, as sysfs stamps its files at creation.
 	mounted    time.Time
 	mountpoint string
-	rootFd     int    // O_PATH of the root: reaches the tree even after a lazy unmount
-	connDev    uint64 // kernel dev_t of the connection, for fusectl
+	rootFd     int // O_PATH of the root: reaches the tree even after a lazy unmount
 	// abortPin is an O_PATH descriptor of the root that keeps the mount's
 	// connection number ours for Abort (fusectl.go); -1 once the unmount
 	// has ended the connection.
@@ -182,7 +181,6 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	var st unix.Stat_t
 	if unix.Fstat(f.rootFd, &st) == nil {
-		f.connDev = KernelDev(uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev)))
 		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
 	}
 	if pin, err := unix.FcntlInt(uintptr(f.rootFd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
