@@ -33,6 +33,14 @@ func mountAt(t *testing.T, sys *device.System, dir string) *fs.FS {
 	return f
 }
 
+// expectBasicInfo checks DEVICE_BASIC_INFO on fd against want.
+func expectBasicInfo(t *testing.T, what string, fd int, want unix.Errno) {
+	t.Helper()
+	var info ioctl.DeviceBasicInfo
+	r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
+	expectErrno(t, what, r, e, 0, want)
+}
+
 // Abort ends the connection: requests fail with ENOTCONN instead of
 // waiting for a server that is going away, and the mount still unmounts.
 func TestAbort(t *testing.T) {
@@ -40,14 +48,11 @@ func TestAbort(t *testing.T) {
 	dir := t.TempDir()
 	f := mountAt(t, sys, dir)
 	fd := openDev(t, dir, 0, unix.O_RDWR)
-	var info ioctl.DeviceBasicInfo
-	r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
-	expectErrno(t, "before the abort", r, e, 0, 0)
+	expectBasicInfo(t, "before the abort", fd, 0)
 	if err := f.Abort(); err != nil {
 		t.Fatal(err)
 	}
-	r, e = testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
-	expectErrno(t, "after the abort", r, e, 0, unix.ENOTCONN)
+	expectBasicInfo(t, "after the abort", fd, unix.ENOTCONN)
 	unix.Close(fd)
 	if err := f.Unmount(); err != nil {
 		t.Fatalf("unmount after abort: %v", err)
@@ -82,16 +87,13 @@ func TestAbortAfterUnmountSparesTheNextMount(t *testing.T) {
 		next, nextDev := mountDev(dir)
 		if nextDev != dev {
 			next.Unmount()
-			first.Abort()
 			continue
 		}
 		if err := first.Abort(); err != nil {
 			t.Errorf("abort after unmount: %v", err)
 		}
 		fd := openDev(t, dir, 0, unix.O_RDWR)
-		var info ioctl.DeviceBasicInfo
-		r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
-		expectErrno(t, "the next mount, after the first one's abort", r, e, 0, 0)
+		expectBasicInfo(t, "the next mount, after the first one's abort", fd, 0)
 		unix.Close(fd)
 		if err := next.Unmount(); err != nil {
 			t.Errorf("unmount of the next mount: %v", err)
@@ -111,12 +113,9 @@ func TestAbortAfterBusyUnmount(t *testing.T) {
 	if err := f.Unmount(); err != nil {
 		t.Fatalf("lazy unmount: %v", err)
 	}
-	var info ioctl.DeviceBasicInfo
-	r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
-	expectErrno(t, "a user of the detached mount", r, e, 0, 0)
+	expectBasicInfo(t, "a user of the detached mount", fd, 0)
 	if err := f.Abort(); err != nil {
 		t.Fatal(err)
 	}
-	r, e = testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &info)
-	expectErrno(t, "after the abort", r, e, 0, unix.ENOTCONN)
+	expectBasicInfo(t, "after the abort", fd, unix.ENOTCONN)
 }
