@@ -49,7 +49,7 @@ type held struct {
 
 var (
 	heldMu sync.Mutex
-	holds  = map[uint64][]held{} // by goroutine id
+	holds  = map[uintptr][]held{} // by goroutine (goroutineKey)
 )
 
 // violation reports a broken rule. A test binary must not survive one (a
@@ -100,7 +100,7 @@ func acquire(r Rank, lock any, read bool) {
 	if r == rankNone || r >= rankCount {
 		violation(fmt.Sprintf("lock %T has no valid rank", lock))
 	}
-	id := goid()
+	id := goroutineKey()
 	var msg string
 	heldMu.Lock()
 	for _, h := range holds[id] {
@@ -122,7 +122,7 @@ func acquire(r Rank, lock any, read bool) {
 }
 
 func release(lock any) {
-	id := goid()
+	id := goroutineKey()
 	heldMu.Lock()
 	hs := holds[id]
 	for i := len(hs) - 1; i >= 0; i-- {
@@ -151,7 +151,7 @@ func AssertUnlocked(where string) {
 	if !enabled {
 		return
 	}
-	id := goid()
+	id := goroutineKey()
 	heldMu.Lock()
 	hs := holds[id]
 	heldMu.Unlock()
@@ -163,20 +163,4 @@ func AssertUnlocked(where string) {
 		names[i] = h.rank.String()
 	}
 	violation(fmt.Sprintf("%s while holding %s", where, strings.Join(names, ", ")))
-}
-
-// goid is the calling goroutine's id, from its stack header.
-func goid() uint64 {
-	var buf [40]byte
-	n := runtime.Stack(buf[:], false)
-	b := buf[:n]
-	b = b[len("goroutine "):]
-	var id uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
 }

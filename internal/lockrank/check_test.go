@@ -108,3 +108,36 @@ func TestEnabledInTests(t *testing.T) {
 		t.Fatal("lock checking is off in a test binary")
 	}
 }
+
+// The checker tells goroutines apart by goroutineKey: stable within one
+// goroutine, distinct between live ones.
+func TestGoroutineKey(t *testing.T) {
+	k := goroutineKey()
+	if k == 0 || goroutineKey() != k {
+		t.Fatalf("key %#x not stable within a goroutine", k)
+	}
+	const n = 8
+	keys := make(chan uintptr, n)
+	hold := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			keys <- goroutineKey()
+			<-hold // alive until every key is read
+		}()
+	}
+	seen := map[uintptr]bool{k: true}
+	for i := 0; i < n; i++ {
+		g := <-keys
+		if seen[g] {
+			t.Fatalf("two live goroutines share key %#x", g)
+		}
+		seen[g] = true
+	}
+	close(hold)
+}
+
+func BenchmarkGoroutineKey(b *testing.B) {
+	for b.Loop() {
+		goroutineKey()
+	}
+}
