@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
 // Some tests need other processes (attach slots are per tgid); the test
 // binary doubles as that helper process when NEURONFS_TEST_HELPER is set.
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	if mode := os.Getenv("NEURONFS_TEST_HELPER"); mode != "" {
 		os.Exit(helperMain(mode, os.Args))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
 // exampleRoot is where the examples find the driver's dev/ and sys/:
@@ -18,6 +19,7 @@ import (
 var exampleRoot string
 
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	flag.Parse()
 	unmount, err := mountExampleHost()
 	if err != nil {

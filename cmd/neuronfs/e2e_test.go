@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/testenv"
 	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -23,6 +24,7 @@ import (
 // its re-executed children inherit) and as a client program run inside the
 // namespace ("TESTBIN __client MODE").
 func TestMain(m *testing.M) {
+	testenv.QuickRaceExit()
 	if len(os.Args) == 3 && os.Args[1] == "__client" {
 		os.Exit(clients[os.Args[2]]())
 	}

@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -26,4 +27,15 @@ func RequireFUSE(t testing.TB) {
 		t.Fatalf("NEURONFS_REQUIRE_FUSE=1 but this test %s", why)
 	}
 	t.Skip(why)
+}
+
+// QuickRaceExit makes the processes a test binary starts from itself
+// (helpers, daemons) skip the race detector's one-second sleep at exit:
+// tests start hundreds of them. A GORACE the caller set is kept.
+func QuickRaceExit() {
+	g := os.Getenv("GORACE")
+	if strings.Contains(g, "atexit_sleep_ms") {
+		return
+	}
+	os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 }
