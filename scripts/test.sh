@@ -58,6 +58,21 @@ passes=$(( ${#tlist[@]} > ${#blist[@]} ? ${#tlist[@]} : ${#blist[@]} ))
 . scripts/xfs.sh
 trap 'teardown_xfs; rm -rf "$tmp"' EXIT
 
+# The first pass runs every package; later passes only those a transport
+# or backing can change: the ones that mount hosts (they import fs or its
+# test harness) or read the pass's variables themselves.
+transport_pkgs=$(grep -rlE --include='*.go' \
+	'"github.com/neuronfs/neuronfs/(fs|internal/testutil)"|NEURONFS_(FUSE_TRANSPORT|MEMORY_BACKING)\b' . |
+	xargs -n1 dirname | sort -u | grep -v '^\./fs/testdata')
+
+# Child processes of the tests are -race binaries too; each would sleep a
+# second at exit.
+export GORACE="${GORACE:-atexit_sleep_ms=0}"
+# Each pass gets an explicit budget: go test's default 10 minutes leaves a
+# loaded machine no headroom.
+timeout=${NEURONFS_TEST_TIMEOUT:-30m}
+status=0
+
 for ((i = 0; i < passes; i++)); do
 	transport=${tlist[i % ${#tlist[@]}]}
 	backing=${blist[i % ${#blist[@]}]}
@@ -76,9 +91,12 @@ for ((i = 0; i < passes; i++)); do
 		exit 1
 		;;
 	esac
+	pkgs=./...
+	[ -n "${ran_all:-}" ] && pkgs=$transport_pkgs
+	ran_all=1
 	echo "== tests on the $transport FUSE transport, $backing memory backing"
 	NEURONFS_FUSE_TRANSPORT=$transport NEURONFS_MEMORY_BACKING=$backing_env NEURONFS_BIGFILE_DIR=$xfs \
-		go test -race -count=1 ./...
+		go test -race -count=1 -timeout "$timeout" $pkgs || status=1
 done
 
 # Fuzz budgets are counts of executions, not durations: with a duration,
@@ -95,3 +113,4 @@ go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${podfuzz:-300000
 go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${podfuzz:-300000x}"
 go test ./pod -run='^$' -fuzz='^FuzzDecodeNetMsg$' -fuzztime="${podfuzz:-300000x}"
 go test ./pod -run='^$' -fuzz='^FuzzSessionRead$' -fuzztime="${podfuzz:-120000x}"
+exit $status
