@@ -33,12 +33,12 @@ func held(t *testing.T, sys *device.System) uint64 {
 	return n
 }
 
-// On memfd with a 2 GiB limit, a write that would make the backing hold
+// On memfd with a 512 MiB limit, a write that would make the backing hold
 // more fails the way its path fails on the driver, allocations never do,
 // and another process's memory stays intact and usable.
 func TestMemoryLimitMemfd(t *testing.T) {
 	t.Setenv(device.BackingEnv, "") // memfd, whatever the suite's default
-	const limit = 2 << 30
+	const limit = 512 << 20
 	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{}, MemoryLimit: limit})
 	if lim, _ := d.Sys.MemoryLimit(); lim != limit {
 		t.Fatalf("limit %d, want %d", lim, limit)
@@ -53,10 +53,10 @@ func TestMemoryLimitMemfd(t *testing.T) {
 	}
 	defer dev.Close()
 	// Allocations past the limit succeed: only writes count.
-	a := mustMem(t, dev, 1<<30, runtime.AllocOptions{Channel: 0})
-	b := mustMem(t, dev, 1<<30, runtime.AllocOptions{Channel: 2})
+	a := mustMem(t, dev, 256<<20, runtime.AllocOptions{Channel: 0})
+	b := mustMem(t, dev, 256<<20, runtime.AllocOptions{Channel: 2})
 	h := mustMem(t, dev, 16<<20, runtime.AllocOptions{Host: true})
-	data := bytes.Repeat([]byte{0xa5}, 1<<30)
+	data := bytes.Repeat([]byte{0xa5}, 256<<20)
 	if err := a.Write(0, data); err != nil {
 		t.Fatalf("a write inside the limit: %v", err)
 	}
@@ -64,10 +64,10 @@ func TestMemoryLimitMemfd(t *testing.T) {
 	if err := b.Write(0, data); !isErrno(err, unix.EPERM) {
 		t.Fatalf("a device write past the limit: %v, want EPERM", err)
 	}
-	if err := b.Fill(0, 1<<30, 1); !isErrno(err, unix.EPERM) {
+	if err := b.Fill(0, 256<<20, 1); !isErrno(err, unix.EPERM) {
 		t.Errorf("a memset past the limit: %v, want EPERM", err)
 	}
-	if err := b.CopyFrom(0, a, 0, 1<<30); !isErrno(err, unix.EPERM) {
+	if err := b.CopyFrom(0, a, 0, 256<<20); !isErrno(err, unix.EPERM) {
 		t.Errorf("a chunk copy past the limit: %v, want EPERM", err)
 	}
 	if got := held(t, d.Sys); got > limit {

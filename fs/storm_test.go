@@ -26,7 +26,7 @@ import (
 // stormConfig is the storm's size. Every knob has an environment
 // variable; scripts/stress.sh sets NEURONFS_STORM_ROUNDS for the long run.
 type stormConfig struct {
-	rounds   int           // NEURONFS_STORM_ROUNDS: 20 (5 with -short)
+	rounds   int           // NEURONFS_STORM_ROUNDS: 3 (1 with -short)
 	procs    int           // NEURONFS_STORM_PROCS: client processes per round, 24
 	seconds  float64       // NEURONFS_STORM_SECONDS: each client's run, 1.5
 	deadline time.Duration // NEURONFS_STORM_DEADLINE: a round that takes longer is a hang, 60s
@@ -34,9 +34,9 @@ type stormConfig struct {
 }
 
 func readStormConfig(t *testing.T) stormConfig {
-	c := stormConfig{rounds: 20, procs: 24, seconds: 1.5, deadline: 60 * time.Second, seed: time.Now().UnixNano() % 1e9}
+	c := stormConfig{rounds: 3, procs: 24, seconds: 1.5, deadline: 60 * time.Second, seed: time.Now().UnixNano() % 1e9}
 	if testing.Short() {
-		c.rounds = 5
+		c.rounds = 1
 	}
 	envInt := func(name string, v *int) {
 		if s := os.Getenv(name); s != "" {

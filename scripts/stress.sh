@@ -10,7 +10,8 @@
 # every goroutine stack (and writes them to DUMP if set), aborts the FUSE
 # connection and fails. After every round every device must be back at
 # its baseline; after the last, the daemon's goroutines and RSS back near
-# theirs. CI runs 20 rounds (scripts/test.sh). SEED repeats a run's
+# theirs. Every suite run does 3 rounds (scripts/test.sh); the long
+# rounds live here. SEED repeats a run's
 # choice of sequences (the test logs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
