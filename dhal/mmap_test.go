@@ -2,7 +2,8 @@ package dhal
 
 import "testing"
 
-// Spot checks against the reference table (abi-dhal.md §6).
+// Spot checks against the driver's table of mmap resources
+// (docs/driver-facts.md).
 func TestMmapResources(t *testing.T) {
 	cases := []struct {
 		arch     Arch

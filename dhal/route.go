@@ -4,7 +4,7 @@ package dhal
 // device through one of four "neighbour memory access" windows whose
 // bases the driver's address map names (bits 52-53 set, bits 50-51 the
 // window); which bits carry what beyond that is not public. The emulator
-// pins this convention (research note wiki-isa-collectives §B.2, [GUESS]):
+// pins this convention, a guess (docs/collectives.md):
 //
 //   - an address whose route bits (peerRouteMask) equal peerRoutes[k] goes
 //     to connected_devices[k] of the issuing device;

@@ -33,7 +33,7 @@ func waitWord(t *testing.T, what string, p *uint32, want uint32) {
 	}
 }
 
-// The research note's probe (wiki-isa-collectives §B.7) on a
+// A probe of the peer route (docs/collectives.md) on a
 // trn2.48xlarge and a trn3.48xlarge: a queue of device 0 copies 4 KiB into device 1's HBM
 // and adds 5 to its core-0 semaphore 100 through the neighbour window of
 // the link to device 1, then writes its own completion marker; host

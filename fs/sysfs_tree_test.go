@@ -15,8 +15,8 @@ import (
 	"github.com/neuronfs/neuronfs/internal/testutil"
 )
 
-// expectedDeviceTree lists, from the reference's description of the
-// driver's sysfs tree (abi-dhal.md §13), every file under one device's
+// expectedDeviceTree lists, from the driver's sysfs tree as its source
+// builds it (docs/driver-facts.md), every file under one device's
 // directory with its mode and the format of its content, for a device of
 // the given core count. It is written out independently of the daemon's
 // own tables on purpose.

@@ -12,8 +12,9 @@ import (
 	"github.com/neuronfs/neuronfs/ioctl/internal/abinames"
 )
 
-// The reference tables were produced by compiling the driver headers; the
-// Go layouts here are computed by the Go compiler. Any disagreement fails.
+// The reference tables in testdata were produced by compiling the driver
+// headers (docs/driver-facts.md); the Go layouts here are computed by the
+// Go compiler. Any disagreement fails.
 
 func readTSV(t *testing.T, path string) [][]string {
 	t.Helper()

@@ -2,8 +2,8 @@ package ioctl
 
 import "testing"
 
-// Each version has the number of command macros the reference counted
-// for it (abi-diff.md), its own feature bits and compat ranges.
+// Each version has the number of command macros its driver headers
+// define, its own feature bits and compat ranges.
 func TestVersionTree(t *testing.T) {
 	cases := []struct {
 		version  string

@@ -15,7 +15,7 @@
 // RawFileSystem, so an interrupt read from /dev/fuse finds a request being
 // served on a ring. See docs/fuse-uring.md for why.
 //
-// Facts this code relies on (measured, ../shared/research/fuse-uring.md):
+// Facts this code relies on (measured on Linux 6.18; docs/fuse-uring.md):
 //   - the thread that submits an entry's SQE is the one the kernel later
 //     delivers that entry's next request to, so only the queue's own thread
 //     ever submits for it; a request that may block is served by a worker

@@ -16,7 +16,7 @@ import (
 // CheckHost checks a host that claims to be instance inst through its
 // device nodes and sysfs files under root ("/" inside `neuronfs run`, the
 // mount point of a bare mount). Expected values come from the dhal profile
-// and the reference, never from the device package.
+// and the driver facts written out here, never from the device package.
 func CheckHost(root string, inst *dhal.Instance) error {
 	c := &checker{root: root, inst: inst}
 	facts, err := dhal.Facts(inst.Product.Arch)
