@@ -49,25 +49,25 @@ var dmiFields = []dmiField{
 	{"chassis_asset_tag", "", false, dmiText(ec2Vendor)},
 }
 
-// instanceDigest is the seed of the instance's identifiers: device 0's
-// serial number (--node-serial when given), so one host keeps its ids
-// across runs and two emulated hosts differ.
-func (s *System) instanceDigest() [32]byte {
+// instanceDigest is the hex seed of one of the instance's identifiers
+// (what names it): device 0's serial number (--node-serial when given),
+// so one host keeps its ids across runs and two emulated hosts differ.
+func (s *System) instanceDigest(what string) string {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], s.serialNumber(0))
-	return sha256.Sum256(append([]byte("ec2-instance:"), b[:]...))
+	return fmt.Sprintf("%x", sha256.Sum256(append([]byte("ec2-"+what+":"), b[:]...)))
 }
 
 // instanceID is the EC2 instance id, "i-" and 17 hex digits, which Nitro
 // puts in board_asset_tag.
 func (s *System) instanceID() string {
-	return "i-" + fmt.Sprintf("%x", s.instanceDigest())[:17]
+	return "i-" + s.instanceDigest("instance-id")[:17]
 }
 
 // instanceUUID is the instance's SMBIOS UUID, shown as product_uuid and
 // product_serial: on EC2 it starts with "ec2".
 func (s *System) instanceUUID() string {
-	h := "ec2" + fmt.Sprintf("%x", s.instanceDigest())[:29]
+	h := "ec2" + s.instanceDigest("uuid")[:29]
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
