@@ -13,11 +13,12 @@ import (
 // (/sys/bus/pci/drivers/<name>, DRIVER= in the functions' uevent).
 const PCIDriverName = "neuron-driver"
 
-// pciConfigSize is the config space a sysfs reader sees: the 256 bytes of
-// a conventional header with no capability list. Without CAP_SYS_ADMIN
-// the kernel shows only the standard header's first 64.
+// pciConfigSize is the config space a sysfs reader sees: a PCI Express
+// endpoint's 4096 bytes (the header, the capability list, an empty
+// extended space). Without CAP_SYS_ADMIN the kernel shows only the
+// standard header's first 64.
 const (
-	pciConfigSize         = 256
+	pciConfigSize         = 4096
 	pciConfigUnprivileged = 64
 )
 
@@ -90,6 +91,7 @@ func (d *Device) PCIAttributes() []Attr {
 		{Path: "driver_override", Mode: 0o644, Show: text("(null)\n")},
 		{Path: "ari_enabled", Mode: 0o444, Show: text("0\n")},
 	}
+	attrs = append(attrs, d.pcieLinkAttributes()...)
 	return append(attrs, d.pciPM.attributes("power")...)
 }
 
@@ -103,8 +105,9 @@ func (d *Device) PCILinks() []Link {
 
 // pciConfig lays out the function's config header (little endian): ids,
 // command (memory space and bus master on, as after the driver's probe),
-// revision and class, header type 0, the 64-bit BARs, the subsystem ids;
-// no capabilities, no interrupt pin.
+// status with the capability list, revision and class, header type 0, the
+// 64-bit BARs, the subsystem ids, the capabilities (pciCaps); no
+// interrupt pin.
 func (d *Device) pciConfig(id pciIdentity) []byte {
 	c := make([]byte, pciConfigSize)
 	le := binary.LittleEndian
@@ -122,6 +125,7 @@ func (d *Device) pciConfig(id pciIdentity) []byte {
 	}
 	le.PutUint16(c[0x2c:], id.subVendor)
 	le.PutUint16(c[0x2e:], id.subDevice)
+	d.putCaps(c)
 	return c
 }
 

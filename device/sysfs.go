@@ -37,29 +37,6 @@ const (
 	modeMetricAttr = 0o644 // everything under the metrics tree
 )
 
-// ClassAttributes returns /sys/class/neuron_device/'s own files.
-func (s *System) ClassAttributes() []Attr {
-	if e := s.pod; e != nil {
-		return []Attr{
-			{Path: "node_id_2", Mode: modeClassAttr, Show: func() string { return e.ClassNodeID(2) }},
-			{Path: "node_id_4", Mode: modeClassAttr, Show: func() string { return e.ClassNodeID(4) }},
-			{Path: "server_id_2", Mode: modeClassAttr, Show: func() string { return e.ClassServerID(2) }},
-			{Path: "server_id_4", Mode: modeClassAttr, Show: func() string { return e.ClassServerID(4) }},
-			{Path: "ultraserver_mode", Mode: modeClassAttr, Show: e.ClassModes},
-		}
-	}
-	// Hosts outside any pod.
-	noNode := func() string { return "-1\n" }
-	noServer := func() string { return "0000000000000000\n" }
-	return []Attr{
-		{Path: "node_id_2", Mode: modeClassAttr, Show: noNode},
-		{Path: "node_id_4", Mode: modeClassAttr, Show: noNode},
-		{Path: "server_id_2", Mode: modeClassAttr, Show: noServer},
-		{Path: "server_id_4", Mode: modeClassAttr, Show: noServer},
-		{Path: "ultraserver_mode", Mode: modeClassAttr, Show: func() string { return "\n" }},
-	}
-}
-
 // ModuleAttributes returns the files of /sys/module/neuron that programs
 // read: the version (libnrt requires major >= 2) and the load state.
 func (s *System) ModuleAttributes() []Attr {

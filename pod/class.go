@@ -25,24 +25,33 @@ func (r Result) SysfsMode(nodes int) Mode {
 
 func (e *Election) sysfsModeLocked(nodes int) Mode { return e.res.SysfsMode(nodes) }
 
-// ClassNodeID renders node_id_<nodes> (nodes is 2 or 4).
+// ClassNodeID renders node_id_<nodes> (nodes is 2 or 4); nodes 0 is the
+// node_id of drivers before UltraServer modes (2.22): the elected id.
 func (e *Election) ClassNodeID(nodes int) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.busyLocked() {
 		return "busy\n"
 	}
-	return fmt.Sprintf("%d\n", e.res.ModalNodeID(e.sysfsModeLocked(nodes)))
+	return fmt.Sprintf("%d\n", e.res.ModalNodeID(e.classModeLocked(nodes)))
 }
 
-// ClassServerID renders server_id_<nodes>: the pod serial in that mode.
+// ClassServerID renders server_id_<nodes>: the pod serial in that mode
+// (nodes 0: server_id of 2.22, the elected pod serial).
 func (e *Election) ClassServerID(nodes int) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.busyLocked() {
 		return "0000000000000000\n"
 	}
-	return fmt.Sprintf("%016x\n", e.res.ModalSerial(e.sysfsModeLocked(nodes)))
+	return fmt.Sprintf("%016x\n", e.res.ModalSerial(e.classModeLocked(nodes)))
+}
+
+func (e *Election) classModeLocked(nodes int) Mode {
+	if nodes == 0 {
+		return ModeUnset
+	}
+	return e.sysfsModeLocked(nodes)
 }
 
 // ClassModes renders ultraserver_mode: the supported modes, comma-separated.

@@ -93,10 +93,10 @@ func (f pciFunction) check() error {
 	c := f.config
 	// Without CAP_SYS_ADMIN (CMD runs as root or as nobody here) the
 	// kernel shows the first 64 bytes only.
-	if want := map[bool]int{true: 256, false: 64}[os.Geteuid() == 0]; len(c) != want {
+	if want := map[bool]int{true: 4096, false: 64}[os.Geteuid() == 0]; len(c) != want {
 		return fmt.Errorf("%s: config is %d bytes, want %d", f.slot, len(c), want)
 	}
-	if st, err := os.Stat(filepath.Join("/sys/bus/pci/devices", f.slot, "config")); err != nil || st.Size() != 256 {
+	if st, err := os.Stat(filepath.Join("/sys/bus/pci/devices", f.slot, "config")); err != nil || st.Size() != 4096 {
 		return fmt.Errorf("%s: config stat %v %v", f.slot, st, err)
 	}
 	if uint64(le.Uint16(c[0:])) != f.vendor || uint64(le.Uint16(c[2:])) != f.device ||
