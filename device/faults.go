@@ -145,7 +145,7 @@ func (s *System) ControlAttributes() []Attr {
 			spec := strings.TrimSpace(string(data))
 			if err := s.ApplyFaults(spec); err != nil {
 				s.log.WithError(err).Warn("faults: bad request")
-				line := fmt.Sprintf("# rejected %q: %v", spec, err)
+				line := fmt.Sprintf("# last write rejected: %v", err)
 				s.faults.rejected.Store(&line)
 				return syscall.EINVAL
 			}
