@@ -76,10 +76,10 @@ func usageLine(cmd, msg string) int {
 func flagError(fl *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return fmt.Errorf("unknown flag --%s", name)
+		return fmt.Errorf("unknown flag %s", dashed(name))
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return fmt.Errorf("--%s needs a value", name)
+		return fmt.Errorf("%s needs a value", dashed(name))
 	}
 	// invalid value "V" for flag -NAME: REASON, or invalid boolean value
 	// "V" for -NAME: REASON.
@@ -96,7 +96,15 @@ func flagError(fl *flag.FlagSet, err error) error {
 	if f := fl.Lookup(name); f != nil && (reason == "parse error" || reason == "value out of range") {
 		reason = wantFor(f)
 	}
-	return fmt.Errorf("--%s %s: %s", name, val, reason)
+	return fmt.Errorf("%s %s: %s", dashed(name), val, reason)
+}
+
+// dashed is a flag's name as the help and the README write it: -p, --name.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // wantFor says what a flag of f's type takes, for values the flag
@@ -143,11 +151,7 @@ func printCommandHelp(cmd string, fl *flag.FlagSet) {
 // (--name; -p for one letter), with its default where that says something.
 func flagHelp(f *flag.Flag) string {
 	arg, text := flag.UnquoteUsage(f)
-	dash := "--"
-	if len(f.Name) == 1 {
-		dash = "-"
-	}
-	head := "  " + dash + f.Name
+	head := "  " + dashed(f.Name)
 	if arg != "" {
 		head += " " + arg
 	}
