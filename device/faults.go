@@ -2,8 +2,6 @@ package device
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +34,9 @@ type Faults struct {
 	// PowerInvalid: the firmware publishes power samples beyond 100%,
 	// which the driver drops, so every minute rolls up as NO_DATA.
 	PowerInvalid atomic.Bool
+	// rejected is the control file's line about the last write it
+	// refused, until a write is accepted.
+	rejected atomic.Pointer[string]
 }
 
 // faultSwitches names the on/off faults for parsing and printing.
@@ -49,35 +50,28 @@ func (f *Faults) switches() map[string]*atomic.Bool {
 // Faults returns the system's fault switches.
 func (s *System) Faults() *Faults { return &s.faults }
 
-// ApplyFaults parses a comma-separated fault list and applies it: a name
-// switches a fault on, "-name" off, "none" everything off, and
-// "ecc-sram=N", "ecc-hbm=N" (N uncorrected errors on every device) and
-// "hbm-repair=none|pending|failed" set the firmware's ECC readings.
+// ApplyFaults parses a comma-separated fault list (see parseFaults) and
+// applies it. A list with a mistake changes nothing.
 func (s *System) ApplyFaults(spec string) error {
+	items, err := parseFaults(spec)
+	if err != nil {
+		return err
+	}
 	sw := s.faults.switches()
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		if item == "none" {
+	for _, it := range items {
+		switch it.name {
+		case "none":
 			for _, b := range sw {
 				b.Store(false)
 			}
-			continue
-		}
-		if name, val, ok := strings.Cut(item, "="); ok {
-			if err := s.setECC(name, val); err != nil {
-				return err
+			for _, name := range []string{faultECCSRAM, faultECCHBM, faultHBMRepair} {
+				s.setFirmwareFault(name, 0)
 			}
-			continue
+		case faultECCSRAM, faultECCHBM, faultHBMRepair:
+			s.setFirmwareFault(it.name, it.val)
+		default:
+			sw[it.name].Store(it.val != 0)
 		}
-		on := !strings.HasPrefix(item, "-")
-		b, ok := sw[strings.TrimPrefix(item, "-")]
-		if !ok {
-			return fmt.Errorf("unknown fault %q (want %s, ecc-sram=N, ecc-hbm=N, hbm-repair=STATE or none)", item, strings.Join(s.faultNames(), ", "))
-		}
-		b.Store(on)
 	}
 	for _, d := range s.Devices {
 		d.dma.kickAll() // a cleared stall lets queued work go on
@@ -85,56 +79,29 @@ func (s *System) ApplyFaults(spec string) error {
 	return nil
 }
 
-func (s *System) faultNames() []string {
-	var names []string
-	for n := range s.faults.switches() {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// hbmRepairStates are the firmware's HBM repair state values.
-var hbmRepairStates = map[string]uint32{"none": 0, "pending": 1, "failed": 2}
-
-func (s *System) setECC(name, val string) error {
-	if name == "hbm-repair" {
-		v, ok := hbmRepairStates[val]
-		if !ok {
-			return fmt.Errorf("hbm-repair=%q: want none, pending or failed", val)
-		}
-		for _, d := range s.Devices {
-			d.mmio.fw.Set(mmio.RegHBMRepairState, v)
-		}
-		return nil
-	}
-	n, err := strconv.ParseUint(val, 10, 16)
-	if err != nil {
-		return fmt.Errorf("%s=%q: want a count below 65536", name, val)
-	}
-	var regs []uint64
-	switch name {
-	case "ecc-sram":
-		regs = []uint64{mmio.RegECCSRAM}
-	case "ecc-hbm":
-		regs = []uint64{mmio.RegECCHBM0} // counted on stack 0
-	default:
-		return fmt.Errorf("unknown fault %q", name)
-	}
+// setFirmwareFault sets an ECC count or the HBM repair state on every
+// device.
+func (s *System) setFirmwareFault(name string, v uint32) {
 	for _, d := range s.Devices {
-		for _, r := range regs {
+		switch name {
+		case faultHBMRepair:
+			d.mmio.fw.Set(mmio.RegHBMRepairState, v)
+		case faultECCSRAM, faultECCHBM:
+			r := uint64(mmio.RegECCSRAM)
+			if name == faultECCHBM {
+				r = mmio.RegECCHBM0 // counted on stack 0
+			}
 			cur, _ := d.mmio.fw.Read32(r)
-			d.mmio.fw.Set(r, cur&0xffff0000|uint32(n))
+			d.mmio.fw.Set(r, cur&0xffff0000|v)
 		}
 	}
-	return nil
 }
 
 // String lists the faults that are on, and the ECC readings of device 0.
 func (s *System) faultStatus() string {
 	var on []string
 	sw := s.faults.switches()
-	for _, n := range s.faultNames() {
+	for _, n := range switchNames() {
 		if sw[n].Load() {
 			on = append(on, n)
 		}
@@ -152,15 +119,20 @@ func (s *System) faultStatus() string {
 		if st, _ := fw.Read32(mmio.RegHBMRepairState); st != 0 {
 			for name, v := range hbmRepairStates {
 				if v == st {
-					on = append(on, "hbm-repair="+name)
+					on = append(on, faultHBMRepair+"="+name)
 				}
 			}
 		}
 	}
-	if len(on) == 0 {
-		return "none\n"
+	status := "none\n"
+	if len(on) > 0 {
+		status = strings.Join(on, ",") + "\n"
 	}
-	return strings.Join(on, ",") + "\n"
+	// The writer of a rejected list got only EINVAL; the reason is here.
+	if r := s.faults.rejected.Load(); r != nil {
+		status += *r + "\n"
+	}
+	return status
 }
 
 // ControlAttributes are neuronfs's own files (not the driver's), under
@@ -170,10 +142,14 @@ func (s *System) ControlAttributes() []Attr {
 		Path: "faults", Mode: 0o600,
 		Show: s.faultStatus,
 		Store: func(data []byte) syscall.Errno {
-			if err := s.ApplyFaults(strings.TrimSpace(string(data))); err != nil {
+			spec := strings.TrimSpace(string(data))
+			if err := s.ApplyFaults(spec); err != nil {
 				s.log.WithError(err).Warn("faults: bad request")
+				line := fmt.Sprintf("# last write rejected: %v", err)
+				s.faults.rejected.Store(&line)
 				return syscall.EINVAL
 			}
+			s.faults.rejected.Store(nil)
 			return 0
 		},
 	}, {Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus}}

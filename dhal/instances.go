@@ -1,9 +1,11 @@
 package dhal
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -165,14 +167,52 @@ var instanceProfiles = map[string]instanceProfile{
 	"trn3pd98.3xlarge": {&productTrn3, bdfsTorusSingle},
 }
 
-// InstanceNames returns the known instance type names, sorted.
+// InstanceNames returns the known instance type names in family and size
+// order, as AWS lists them: inf2.xlarge, inf2.8xlarge, inf2.24xlarge, ...
 func InstanceNames() []string {
 	names := make([]string, 0, len(instanceProfiles))
 	for n := range instanceProfiles {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.SortFunc(names, CompareInstanceNames)
 	return names
+}
+
+// CompareInstanceNames orders instance types by family (the part before
+// the dot), then size (xlarge, 2xlarge, ... 48xlarge).
+func CompareInstanceNames(a, b string) int {
+	fa, sa, _ := strings.Cut(a, ".")
+	fb, sb, _ := strings.Cut(b, ".")
+	if c := cmp.Compare(fa, fb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(sizeRank(sa), sizeRank(sb)); c != 0 {
+		return c
+	}
+	return cmp.Compare(sa, sb)
+}
+
+// sizeRank is the multiple of xlarge a size names (xlarge 1, 24xlarge 24;
+// medium and large below it).
+func sizeRank(size string) int {
+	switch size {
+	case "medium":
+		return -2
+	case "large":
+		return -1
+	}
+	n, ok := strings.CutSuffix(size, "xlarge")
+	if !ok {
+		return 1 << 20
+	}
+	if n == "" {
+		return 1
+	}
+	v, err := strconv.Atoi(n)
+	if err != nil {
+		return 1 << 20
+	}
+	return v
 }
 
 // LookupInstance returns a private copy of the named profile.

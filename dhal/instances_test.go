@@ -1,7 +1,7 @@
 package dhal
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,7 +36,7 @@ func TestInstanceProfiles(t *testing.T) {
 		"trn3pd98.3xlarge": {"Trn3", 1, PlatformStandard},
 	}
 	names := InstanceNames()
-	if !sort.StringsAreSorted(names) || len(names) != len(want) {
+	if !slices.IsSortedFunc(names, CompareInstanceNames) || len(names) != len(want) {
 		t.Fatalf("InstanceNames() = %v", names)
 	}
 	for _, name := range names {

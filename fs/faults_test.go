@@ -2,6 +2,7 @@ package fs_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,7 +105,15 @@ func TestFaultInjection(t *testing.T) {
 	if err := dev.Reset(1 << 2); err != nil {
 		t.Errorf("reset after the fault cleared: %v", err)
 	}
-	if err := os.WriteFile(dir+"/neuronfs/faults", []byte("no-such-fault"), 0); err == nil {
-		t.Error("an unknown fault was accepted")
+	// none cleared the ECC readings set above too.
+	if b, _ := os.ReadFile(dir + "/neuronfs/faults"); string(b) != "none\n" {
+		t.Errorf("faults file reads %q after none", b)
+	}
+	// A refused write gets EINVAL, and the file says why.
+	if err := os.WriteFile(dir+"/neuronfs/faults", []byte("no-such-fault"), 0); !isErrno(err, unix.EINVAL) {
+		t.Errorf("an unknown fault: %v, want EINVAL", err)
+	}
+	if b, _ := os.ReadFile(dir + "/neuronfs/faults"); !strings.HasPrefix(string(b), "none\n# last write rejected: unknown fault \"no-such-fault\"") {
+		t.Errorf("faults file reads %q after a refused write", b)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -15,14 +14,13 @@ import (
 // cmdCleanup undoes what a killed host-mode daemon left (from its state
 // file) and detaches every neuronfs FUSE mount whose daemon is gone.
 func cmdCleanup(args []string) int {
-	fl := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	fl := newFlagSet("cleanup")
 	stateDir := fl.String("state-dir", "/run/neuronfs", "the state directory of 'mount --host'")
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
+	if status, ok := parseFlags("cleanup", fl, args); !ok {
+		return status
 	}
 	if fl.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs cleanup [--state-dir DIR]")
-		return exitUsage
+		return usageLine("cleanup", fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	}
 	if os.Geteuid() != 0 {
 		return failLine("cleanup", errNotRoot)

@@ -82,15 +82,15 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 		{[]string{"help", "__reap"}, 2, "", "unknown command"},
 		{[]string{"version"}, 0, ioctl.DefaultVersion, ""},
 		{[]string{"--version"}, 0, "neuronfs ", ""},
-		{[]string{"version", "extra"}, 2, "", "usage"},
-		{[]string{"mount", "--nosuch", "x"}, 2, "", "flag provided but not defined"},
-		{[]string{"mount", "--log-format=xml", "x"}, 2, "", "unknown log format"},
-		{[]string{"mount"}, 2, "", "usage"},
+		{[]string{"version", "extra"}, 2, "", "takes no arguments"},
+		{[]string{"mount", "--nosuch", "x"}, 2, "", "unknown flag --nosuch"},
+		{[]string{"mount", "--log-format=xml", "x"}, 2, "", "--log-format \"xml\": want text or json"},
+		{[]string{"mount"}, 2, "", "want one MOUNTPOINT"},
 		{[]string{"mount", "--host", "x"}, 2, "", "no MOUNTPOINT"},
-		{[]string{"run", "--log-format=xml", "--", "true"}, 2, "", "unknown log format"},
-		{[]string{"top", "--interval=0"}, 2, "", "usage"},
-		{[]string{"top", "extra"}, 2, "", "usage"},
-		{[]string{"cleanup", "extra"}, 2, "", "usage"},
+		{[]string{"run", "--log-format=xml", "--", "true"}, 2, "", "--log-format \"xml\""},
+		{[]string{"top", "--interval=0"}, 2, "", "--interval 0s: want a positive duration"},
+		{[]string{"top", "extra"}, 2, "", "unexpected argument"},
+		{[]string{"cleanup", "extra"}, 2, "", "unexpected argument"},
 	} {
 		out, errOut, status := inProcess(t, c.args...)
 		if status != c.status || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errOut) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -21,7 +20,7 @@ import (
 const execCmd = "__exec"
 
 func cmdExec(args []string) int {
-	fl := flag.NewFlagSet(execCmd, flag.ContinueOnError)
+	fl := newFlagSet(execCmd)
 	uid := fl.Int("uid", os.Getuid(), "")
 	gid := fl.Int("gid", os.Getgid(), "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {

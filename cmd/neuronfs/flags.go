@@ -81,7 +81,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any semaphore)")
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
-	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, ecc-sram=N, ecc-hbm=N, hbm-repair=pending|failed (comma-separated; also writable at MOUNT/neuronfs/faults)")
+	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed (also writable at MOUNT/neuronfs/faults)")
 	h.transport = defaultTransport()
 	fs.Var(&h.transport, "fuse-transport", "FUSE transport: auto (io_uring where the kernel offers it), uring or classic; $"+transportEnv+" sets the default")
 	if env := os.Getenv(device.BackingEnv); env != "" {
@@ -144,18 +144,12 @@ func (h *hostFlags) logger() (*logrus.Entry, error) {
 
 // system builds the emulated host the flags describe.
 func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
-	if h.backing.envErr != nil {
-		return nil, h.backing.envErr
+	if err := h.check(); err != nil {
+		return nil, err
 	}
 	arch, err := parseArch(h.arch)
 	if err != nil {
 		return nil, err
-	}
-	if h.instance == "" {
-		h.instance = "trn2.48xlarge"
-		if arch != 0 {
-			h.instance = defaultInstances[arch]
-		}
 	}
 	major := uint32(h.major)
 	if major == 0 {
@@ -211,15 +205,4 @@ func (h *hostFlags) leavePod() {
 	if h.podSock != nil {
 		h.podSock.Close()
 	}
-}
-
-func cmdInstances(args []string) int {
-	for _, name := range dhal.InstanceNames() {
-		in, err := dhal.LookupInstance(name)
-		if err != nil {
-			continue
-		}
-		fmt.Printf("%-20s %-4s %-12s %2d devices  %s\n", name, in.Product.Arch, in.Product.DeviceName, in.Devices, in.Platform)
-	}
-	return 0
 }

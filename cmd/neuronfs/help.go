@@ -63,32 +63,24 @@ Prints the neuronfs build and the driver versions it can emulate.`,
 
 func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
 
+// flagless are the commands that take no flags: their help is the text.
+var flagless = map[string]bool{"help": true, "version": true, "instances": true}
+
 func cmdHelp(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stdout, usage)
 		return exitOK
 	}
-	text, ok := commandHelp[args[0]]
-	if !ok || len(args) > 1 {
-		fmt.Fprintf(os.Stderr, "neuronfs help: unknown command %q\n\n", args[0])
-		fmt.Fprint(os.Stderr, usage)
-		return exitUsage
+	if len(args) > 1 {
+		return usageLine("help", "one command at a time")
 	}
-	fmt.Fprintln(os.Stdout, text)
-	if args[0] == "help" || args[0] == "version" || args[0] == "instances" {
+	if _, ok := commandHelp[args[0]]; !ok {
+		return unknownCommand("help", args[0])
+	}
+	if flagless[args[0]] {
+		printCommandHelp(args[0], nil)
 		return exitOK
 	}
-	fmt.Fprintln(os.Stdout, "\nflags:")
-	printFlags(args[0])
-	return exitOK
-}
-
-// printFlags has the command print its flag defaults, which its flag set
-// writes to standard error on -h, to standard output instead: help that
-// was asked for is the command's output, not a diagnostic.
-func printFlags(cmd string) {
-	saved := os.Stderr
-	os.Stderr = os.Stdout
-	defer func() { os.Stderr = saved }()
-	commands()[cmd]([]string{"-h"})
+	// The command prints its own description and flags on -h.
+	return commands()[args[0]]([]string{"-h"})
 }

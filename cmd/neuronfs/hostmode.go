@@ -47,13 +47,14 @@ var hostSysfs = []struct{ parent, name, src string }{
 
 func (m *hostMode) run(h hostFlags, args []string) int {
 	if len(args) != 0 {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs mount --host [flags]   (no MOUNTPOINT)")
-		return exitUsage
+		return usageLine("mount", "--host takes no MOUNTPOINT")
+	}
+	if err := h.check(); err != nil {
+		return usageFail("mount", err)
 	}
 	log, err := h.logger()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs:", err)
-		return exitUsage
+		return failLine("mount --host", err)
 	}
 	if err := preflight(); err != nil {
 		return failLine("mount --host", err)

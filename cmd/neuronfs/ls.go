@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,11 +34,14 @@ type lsProcess struct {
 }
 
 func cmdLs(args []string) int {
-	fl := flag.NewFlagSet("ls", flag.ContinueOnError)
+	fl := newFlagSet("ls")
 	asJSON := fl.Bool("json-output", false, "print JSON")
 	root := fl.String("root", "/", "where the driver's dev/ and sys/ are (a 'neuronfs mount' point)")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags("ls", fl, args); !ok {
+		return status
+	}
+	if fl.NArg() != 0 {
+		return usageLine("ls", fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	}
 	devs, err := listDevices(runtime.Host{Root: *root})
 	if err != nil {

@@ -70,9 +70,7 @@ func dispatch(args []string) int {
 	}
 	f, ok := commands()[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "neuronfs: unknown command %q\n\n", args[0])
-		fmt.Fprint(os.Stderr, usage)
-		return exitUsage
+		return unknownCommand("", args[0])
 	}
 	// 'CMD -h' is a request for help, not a usage error.
 	if len(args) == 2 && isHelpFlag(args[1]) {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,26 +10,27 @@ import (
 )
 
 func cmdMount(args []string) int {
-	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fl := newFlagSet("mount")
 	var h hostFlags
 	h.register(fl)
 	var hm hostMode
 	hm.register(fl)
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags("mount", fl, args); !ok {
+		return status
 	}
 	if hm.on {
 		return hm.run(h, fl.Args())
 	}
 	if fl.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs mount [flags] MOUNTPOINT")
-		return 2
+		return usageLine("mount", "want one MOUNTPOINT: neuronfs mount [flags] MOUNTPOINT")
 	}
 	mnt := fl.Arg(0)
+	if err := h.check(); err != nil {
+		return usageFail("mount", err)
+	}
 	log, err := h.logger()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs:", err)
-		return 2
+		return failLine("mount", err)
 	}
 	if err := preflight(); err != nil {
 		return failLine("mount", err)
@@ -43,8 +42,7 @@ func cmdMount(args []string) int {
 	start := time.Now()
 	sys, err := h.system(log)
 	if err != nil {
-		log.WithError(err).Error("cannot build the emulated host")
-		return 1
+		return failLine("mount", err)
 	}
 	defer h.leavePod()
 	// The reaper comes first, so no instant exists where the daemon has

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,24 +15,22 @@ import (
 )
 
 func cmdNsRun(args []string) int {
-	fl := flag.NewFlagSet(nsRunCmd, flag.ContinueOnError)
+	fl := newFlagSet(nsRunCmd)
 	var h hostFlags
 	var u userFlags
 	h.register(fl)
 	u.register(fl)
 	noChardev := fl.Bool("no-chardev", false, "")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags(nsRunCmd, fl, args); !ok {
+		return status
 	}
 	log, err := h.logger()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs:", err)
-		return 2
+		return failLine("run", err)
 	}
 	sys, err := h.system(log)
 	if err != nil {
-		log.WithError(err).Error("cannot build the emulated host")
-		return 1
+		return failLine("run", err)
 	}
 	defer h.leavePod()
 	fsys, err := buildView(sys, h, !*noChardev)

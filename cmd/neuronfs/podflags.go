@@ -85,11 +85,31 @@ func parseSerial(s string) (uint64, error) {
 // Unix-socket coordinator, which the caller closes; a pod across machines
 // (--pod-peers) a network one, which needs no closing.
 func (p *podFlags) config(instance string, log *logrus.Entry) (pod.Config, uint64, io.Closer, error) {
+	cfg, serial, err := p.check(instance)
+	if err != nil || p.name == "" {
+		return cfg, serial, nil, err
+	}
+	if p.peers != "" {
+		c, err := p.netCoordinator(log)
+		if err != nil {
+			return cfg, 0, nil, err
+		}
+		cfg.Coordinator = c
+		return cfg, serial, nil, nil
+	}
+	sock := pod.NewSocket(log)
+	cfg.Coordinator = sock
+	return cfg, serial, sock, nil
+}
+
+// check reads the pod flags against the instance without starting
+// anything: the configuration without its coordinator, and the serial.
+func (p *podFlags) check(instance string) (pod.Config, uint64, error) {
 	var serial uint64
 	if p.nodeSerial != "" {
 		v, err := parseSerial(p.nodeSerial)
 		if err != nil {
-			return pod.Config{}, 0, nil, err
+			return pod.Config{}, 0, err
 		}
 		serial = v
 	}
@@ -103,44 +123,34 @@ func (p *podFlags) config(instance string, log *logrus.Entry) (pod.Config, uint6
 	case "both":
 		ctl |= pod.CtlFaultLeftLink | pod.CtlFaultRightLink
 	default:
-		return pod.Config{}, 0, nil, fmt.Errorf("--pod-link-fault %q: want left, right, both or none", p.linkFault)
+		return pod.Config{}, 0, fmt.Errorf("--pod-link-fault %q: want left, right, both or none", p.linkFault)
 	}
 	if p.pdsNodes != 2 && p.pdsNodes != 4 {
-		return pod.Config{}, 0, nil, fmt.Errorf("--pds-node-count %d: want 2 or 4", p.pdsNodes)
+		return pod.Config{}, 0, fmt.Errorf("--pds-node-count %d: want 2 or 4", p.pdsNodes)
 	}
 	cfg := pod.Config{Size: p.size, Slot: p.slot, Ctl: ctl, Timeout: p.timeout, Extension: p.retry, Retry: p.poll, PDSNodeCount: p.pdsNodes, PDSServerID: p.pdsServer}
 	if p.name == "" {
 		if p.peers != "" {
-			return cfg, 0, nil, fmt.Errorf("--pod-peers needs --pod")
+			return cfg, 0, fmt.Errorf("--pod-peers needs --pod")
 		}
-		return cfg, serial, nil, nil
+		return cfg, serial, nil
 	}
 	inst, err := dhal.LookupInstance(instance)
 	if err != nil {
-		return cfg, 0, nil, err
+		return cfg, 0, err
 	}
 	if inst.Platform != dhal.PlatformUltraServer {
-		return cfg, 0, nil, fmt.Errorf("--pod needs an UltraServer instance (such as trn2u.48xlarge), not %s", instance)
+		return cfg, 0, fmt.Errorf("--pod needs an UltraServer instance (such as trn2u.48xlarge), not %s", instance)
 	}
 	if serial == 0 {
-		return cfg, 0, nil, fmt.Errorf("--pod needs --node-serial: the election orders servers by it")
+		return cfg, 0, fmt.Errorf("--pod needs --node-serial: the election orders servers by it")
 	}
 	if p.size != 2 && p.size != 4 {
-		return cfg, 0, nil, fmt.Errorf("--pod-size %d: want 2 or 4", p.size)
+		return cfg, 0, fmt.Errorf("--pod-size %d: want 2 or 4", p.size)
 	}
 	if p.slot < -1 || p.slot >= p.size {
-		return cfg, 0, nil, fmt.Errorf("--pod-slot %d: want 0..%d", p.slot, p.size-1)
+		return cfg, 0, fmt.Errorf("--pod-slot %d: want 0..%d", p.slot, p.size-1)
 	}
 	cfg.Pod = p.name
-	if p.peers != "" {
-		c, err := p.netCoordinator(log)
-		if err != nil {
-			return cfg, 0, nil, err
-		}
-		cfg.Coordinator = c
-		return cfg, serial, nil, nil
-	}
-	sock := pod.NewSocket(log)
-	cfg.Coordinator = sock
-	return cfg, serial, sock, nil
+	return cfg, serial, nil
 }

@@ -23,7 +23,7 @@ const (
 )
 
 func cmdReplay(args []string) int {
-	fl := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fl := newFlagSet("replay")
 	var h hostFlags
 	// The host flags, except run's --strict (the daemon's sanitizer):
 	// here --strict is about the comparison.
@@ -36,21 +36,19 @@ func cmdReplay(args []string) int {
 	})
 	strict := fl.Bool("strict", false, "count values rewritten to something other than recorded (handles, physical addresses) as differences, and stop at the first call that differs")
 	mapAddrs := fl.Bool("map-addresses", false, "translate physical addresses (chunk PAs, mmap offsets, descriptor addresses) learned from outputs, for captures made on real hardware or another host")
-	fl.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs replay FILE [--instance NAME ...] [--strict] [--map-addresses]")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags("replay", fl, args); !ok {
+		return status
 	}
 	// The file may come before the flags.
 	file := fl.Arg(0)
-	if err := fl.Parse(fl.Args()[min(1, fl.NArg()):]); err != nil {
-		return 2
+	if status, ok := parseFlags("replay", fl, fl.Args()[min(1, fl.NArg()):]); !ok {
+		return status
 	}
-	if file == "" || fl.NArg() > 0 {
-		fl.Usage()
-		return 2
+	switch {
+	case file == "":
+		return usageLine("replay", "no FILE: neuronfs replay FILE [flags]")
+	case fl.NArg() > 0:
+		return usageLine("replay", fmt.Sprintf("unexpected argument %q after FILE", fl.Arg(0)))
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -77,6 +75,9 @@ func cmdReplay(args []string) int {
 				h.arch = strings.TrimPrefix(nd, "ND")
 			}
 		}
+	}
+	if err := h.check(); err != nil {
+		return usageFail("replay", err)
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "neuronfs replay: needs root (it replays inside neuronfs run); try sudo")
@@ -144,7 +145,7 @@ func cmdReplayWorker(args []string) int {
 // replayArgs reads the flags and trace of the hidden replay commands; a
 // nil trace comes with the exit status.
 func replayArgs(name string, args []string) (*trace.Trace, replay.Options, string, int) {
-	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl := newFlagSet(name)
 	strict := fl.Bool("strict", false, "")
 	mapAddrs := fl.Bool("map-addresses", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {

@@ -34,22 +34,22 @@ func (u *userFlags) register(fs *flag.FlagSet) {
 }
 
 func cmdRun(args []string) int {
-	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl := newFlagSet("run")
 	var h hostFlags
 	var u userFlags
 	h.register(fl)
 	u.register(fl)
 	noChardev := fl.Bool("no-chardev", false, "make /dev/neuronN the FUSE files instead of character devices with seccomp-redirected opens")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags("run", fl, args); !ok {
+		return status
 	}
 	if fl.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs run [flags] -- CMD [ARGS...]")
-		return 2
+		return usageLine("run", "no CMD: neuronfs run [flags] -- CMD [ARGS...]")
 	}
-	if _, err := h.logger(); err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-		return 2
+	// The namespace child builds the host; its mistakes are the user's,
+	// answered here before anything starts.
+	if err := h.check(); err != nil {
+		return usageFail("run", err)
 	}
 	if err := preflight(); err != nil {
 		return failLine("run", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,16 +14,18 @@ import (
 )
 
 func cmdTop(args []string) int {
-	fl := flag.NewFlagSet("top", flag.ContinueOnError)
+	fl := newFlagSet("top")
 	root := fl.String("root", "/", "where the driver's dev/ and sys/ are (a 'neuronfs mount' point)")
 	interval := fl.Duration("interval", time.Second, "time between refreshes (and the window of the rates)")
 	once := fl.Bool("once", false, "print one snapshot (rates over one interval) and exit")
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
+	if status, ok := parseFlags("top", fl, args); !ok {
+		return status
 	}
-	if fl.NArg() != 0 || *interval <= 0 {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs top [--root DIR] [--interval D] [--once]")
-		return exitUsage
+	if fl.NArg() != 0 {
+		return usageLine("top", fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
+	}
+	if *interval <= 0 {
+		return usageLine("top", fmt.Sprintf("--interval %v: want a positive duration", *interval))
 	}
 	t := &topView{host: runtime.Host{Root: *root}, interval: *interval, out: os.Stdout}
 	if !*once && isTerminal(int(os.Stdout.Fd())) {

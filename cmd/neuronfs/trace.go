@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/trace"
@@ -22,30 +22,35 @@ import (
 const traceeCmd = "__tracee"
 
 func cmdTrace(args []string) int {
-	fl := flag.NewFlagSet("trace", flag.ContinueOnError)
+	fl := newFlagSet("trace")
 	pid := fl.Int("p", 0, "trace the running process PID (until it exits or SIGINT)")
 	out := fl.String("o", "-", "write the trace to FILE (- is stdout)")
 	children := fl.Bool("children", false, "also trace the processes the traced ones fork")
 	decode := fl.String("decode", "", "print the trace FILE with field names and values, and exit")
 	logLevel := fl.String("log-level", "warning", "log level: debug, info, warning, error")
-	fl.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs trace [-p PID | -- CMD [ARGS...]] [-o FILE] [--children]\n       neuronfs trace --decode FILE")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags("trace", fl, args); !ok {
+		return status
 	}
 	if *decode != "" {
+		if fl.NArg() != 0 {
+			return usageLine("trace", "--decode takes no CMD")
+		}
 		return decodeTrace(*decode)
 	}
-	if (*pid == 0) == (fl.NArg() == 0) {
-		fl.Usage()
-		return 2
+	switch {
+	case *pid < 0:
+		return usageLine("trace", fmt.Sprintf("-p %d: want a process id", *pid))
+	case *pid == 0 && fl.NArg() == 0:
+		return usageLine("trace", "nothing to trace: give -p PID or -- CMD [ARGS...]")
+	case *pid != 0 && fl.NArg() != 0:
+		return usageLine("trace", "-p PID and a CMD: give one of them")
+	}
+	if _, err := logrus.ParseLevel(*logLevel); err != nil {
+		return usageLine("trace", fmt.Sprintf("--log-level %q: want debug, info, warning or error", *logLevel))
 	}
 	log, err := (&hostFlags{logLevel: *logLevel}).logger()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
-		return 2
+		return failLine("trace", err)
 	}
 	w := io.Writer(os.Stdout)
 	if *out != "-" {
@@ -58,6 +63,11 @@ func cmdTrace(args []string) int {
 		w = f
 	}
 	sess, err := trace.Start(trace.Options{Children: *children, Out: w, Command: fl.Args(), PID: *pid, Log: log})
+	if errors.Is(err, trace.ErrNotPermitted) {
+		// What the loader said (EPERM, and a library's hint about
+		// RLIMIT_MEMLOCK) helps nobody: the privileges are what is missing.
+		return failLine("trace", trace.ErrNotPermitted)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", oneLine(err))
 		return 1

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
@@ -43,8 +42,7 @@ func buildVersion() string {
 
 func cmdVersion(args []string) int {
 	if len(args) > 0 {
-		fmt.Fprintln(os.Stderr, "usage: neuronfs version")
-		return exitUsage
+		return usageLine("version", "takes no arguments")
 	}
 	fmt.Printf("neuronfs %s (%s)\n", buildVersion(), goruntime.Version())
 	fmt.Printf("emulated driver: %s (default); also %s\n", ioctl.DefaultVersion, strings.Join(otherVersions(), ", "))
