@@ -1,7 +1,7 @@
 package ioctl
 
 // The driver versions neuronfs emulates. Their commands and structs are
-// data (testdata/versions/<version>/, generated into versionDeltas): a
+// data (abi/versions/<version>/, generated into versionDeltas): a
 // version is its parent plus what it adds or changes, minus what it
 // removes. What each version reports about itself and how its handlers
 // behave differently is below, also inherited along the tree: a version
