@@ -120,23 +120,20 @@ func ioctlFilter(m progMaps, skip string) asm.Instructions {
 // tgidFilter returns from the program unless the current tgid is traced;
 // it leaves pid_tgid in R7.
 func tgidFilter(m progMaps, exit string) asm.Instructions {
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.RFP, stKey, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.tgids),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, exit),
 	}
+	insns = append(insns, mapKey(m.tgids, stKey)...)
+	return append(insns, asm.FnMapLookupElem.Call(), asm.JEq.Imm(asm.R0, 0, exit))
 }
 
 // reserve takes a ring buffer slot into R9, as big as the syscall in R8
 // needs, and fills the header.
 func reserve(m progMaps, kind int32, exit string) asm.Instructions {
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.Mov.Imm(asm.R2, eventSize),
 		asm.JEq.Imm(asm.R8, sysIoctl, "sized"),
 		asm.Mov.Imm(asm.R2, pathEvent),
@@ -146,12 +143,9 @@ func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 		asm.Mov.Imm(asm.R2, shortEvent),
 		asm.LoadMapPtr(asm.R1, m.events).WithSymbol("sized"),
 		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "lost"),
-		asm.Mov.Reg(asm.R9, asm.R0),
-		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
-		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
-		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
+	}
+	insns = append(insns, reserveHeader(kind)...)
+	return append(insns,
 		asm.StoreMem(asm.R9, evNr, asm.R8, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.R9, evRet, asm.R1, asm.DWord),
@@ -164,7 +158,7 @@ func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // ctx->args[0]: struct pt_regs *
 		asm.Add.Imm(asm.R3, regsOffset),
 		asm.FnProbeReadKernel.Call(),
-	}
+	)
 }
 
 // readUser copies up to max bytes from the user address in stack slot ptr
@@ -220,9 +214,9 @@ func copyArg(m progMaps, p string, done string) asm.Instructions {
 		// The command (the ioctl's second argument, from the registers).
 		asm.LoadMem(asm.R1, asm.R9, regSI, asm.DWord),
 		asm.StoreMem(asm.RFP, stKey, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.nested),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
+	)
+	insns = append(insns, mapKey(m.nested, stKey)...)
+	insns = append(insns,
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, done),
 		asm.Mov.Reg(asm.R8, asm.R0),
@@ -415,6 +409,19 @@ type taskOffsets struct {
 	filename                    int32 // in linux_binprm
 }
 
+// reserveHeader reserves the ring buffer slot R1..R3 ask for into R9
+// (or counts the event lost) and writes the header every event has.
+func reserveHeader(kind int32) asm.Instructions {
+	return asm.Instructions{
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
+		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
+		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
+	}
+}
+
 // lifeEvent reserves a short event of the given kind for the current task
 // (pid_tgid in R7) into R9 and zeroes what a syscall event would carry.
 func lifeEvent(m progMaps, kind int32, size int32) asm.Instructions {
@@ -422,14 +429,9 @@ func lifeEvent(m progMaps, kind int32, size int32) asm.Instructions {
 		asm.LoadMapPtr(asm.R1, m.events),
 		asm.Mov.Imm(asm.R2, size),
 		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "lost"),
-		asm.Mov.Reg(asm.R9, asm.R0),
-		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
-		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
-		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
-		asm.Mov.Imm(asm.R1, 0),
 	}
+	insns = append(insns, reserveHeader(kind)...)
+	insns = append(insns, asm.Mov.Imm(asm.R1, 0))
 	for off := int16(evNr); off < evData; off += 8 {
 		insns = append(insns, asm.StoreMem(asm.R9, off, asm.R1, asm.DWord))
 	}
@@ -523,9 +525,9 @@ func deathProg(m progMaps, o taskOffsets) asm.Instructions {
 		asm.Mov.Reg(asm.R1, asm.R7),
 		asm.RSh.Imm(asm.R1, 32),
 		asm.StoreMem(asm.RFP, stArg, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.tgids),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stArg),
+	)
+	insns = append(insns, mapKey(m.tgids, stArg)...)
+	insns = append(insns,
 		asm.FnMapDeleteElem.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("alive"),
 	)
