@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,19 +71,6 @@ func bringUp(h runtime.Host, cores int) ([]*runtime.Device, *runtime.Misc, [][]c
 		}
 	}
 	return devs, misc, sessions, nil
-}
-
-func sysfsTotal(t *testing.T, dir string, dev int, path string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("%s/sys/devices/virtual/neuron_device/neuron%d/%s", dir, dev, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // The whole life of a runtime on Trn1, Inf2, Trn2 and Trn3: bring-up of every device,
@@ -187,7 +171,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 					}
 				}
 			}
-			if got := sysfsTotal(t, dir, len(devs)-1, "neuron_core1/stats/other_info/inference_count/total"); got != 1 {
+			if got := testutil.DeviceCounter(t, dir, len(devs)-1, "neuron_core1/stats/other_info/inference_count/total"); got != 1 {
 				t.Errorf("inference_count %d after one execution", got)
 			}
 
@@ -197,10 +181,10 @@ func TestRuntimeLifecycle(t *testing.T) {
 			for i := range devs {
 				for c := range tc.cores {
 					base := fmt.Sprintf("neuron_core%d/stats/memory_usage/", c)
-					if got := sysfsTotal(t, dir, i, base+"device_mem/total"); got != 0 {
+					if got := testutil.DeviceCounter(t, dir, i, base+"device_mem/total"); got != 0 {
 						t.Errorf("device %d core %d: device memory %d after close", i, c, got)
 					}
-					host := sysfsTotal(t, dir, i, base+"host_mem/total")
+					host := testutil.DeviceCounter(t, dir, i, base+"host_mem/total")
 					rings := uint64(runtime.ComputeEngines * 4096)
 					if host != rings {
 						t.Errorf("device %d core %d: host memory %d after close, want the %d of its notification rings", i, c, host, rings)

@@ -1,8 +1,11 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,6 +18,21 @@ func ClassFile(t testing.TB, root, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// DeviceCounter reads a number from an attribute of device dev (a memory
+// or metrics counter) under a mount.
+func DeviceCounter(t testing.TB, root string, dev int, path string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, fmt.Sprintf("sys/devices/virtual/neuron_device/neuron%d", dev), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // WaitFor polls cond until it holds, failing the test after budget (give
