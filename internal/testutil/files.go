@@ -1,13 +1,12 @@
 package testutil
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/neuronfs/neuronfs/runtime"
 )
 
 // ClassFile reads an attribute of the neuron_device class under a mount.
@@ -21,14 +20,10 @@ func ClassFile(t testing.TB, root, name string) string {
 }
 
 // DeviceCounter reads a number from an attribute of device dev (a memory
-// or metrics counter) under a mount.
+// or metrics counter) under a mount, as runtime reads it.
 func DeviceCounter(t testing.TB, root string, dev int, path string) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, fmt.Sprintf("sys/devices/virtual/neuron_device/neuron%d", dev), path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	v, err := runtime.Host{Root: root}.SysfsCounter(dev, path)
 	if err != nil {
 		t.Fatal(err)
 	}
