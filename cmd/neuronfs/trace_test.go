@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/trace"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
