@@ -16,7 +16,7 @@ fi
 # Generated files must be current: the ABI description (from ioctl/abi),
 # the command pages (from it, device's handlers and docs/commands/notes)
 # and the lock order page (from internal/lockrank).
-# One check for both: regenerate, then compare with what is committed,
+# One check for all: regenerate, then compare with what is committed,
 # including which pages exist.
 generated() { ls ioctl/abi_*_gen.go docs/commands/*.md docs/lock-order.md; }
 tmp=$(mktemp -d)
