@@ -3,10 +3,10 @@
 // only if every lock it already holds ranks lower, it never takes a read
 // lock twice, and it holds no lock where it is about to wait (NoLocks).
 //
-// The order is the constants below, outermost first, and what each lock
-// guards is the table order; docs/lock-order.md is rendered from both
-// (go generate ./device), and a test checks that every rank is taken by
-// some lock and every lock's rank is in the table.
+// The order is the constants below, outermost first, and the table order
+// says what each rank's locks guard; docs/lock-order.md is rendered from
+// both (go generate ./device), and TestOrderDocumentedAndUsed checks that
+// every rank is some lock's and every lock's rank is in the table.
 //
 // Checking costs a goroutine-id lookup per acquisition, so it runs only in
 // test binaries (or with NEURONFS_LOCKCHECK=1); production builds pay one
