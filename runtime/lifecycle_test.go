@@ -73,6 +73,21 @@ func bringUp(h runtime.Host, cores int) ([]*runtime.Device, *runtime.Misc, [][]c
 	return devs, misc, sessions, nil
 }
 
+// tearDown closes what bringUp opened, queues first.
+func tearDown(devs []*runtime.Device, misc *runtime.Misc, sessions [][]coreSession) {
+	for _, s := range sessions {
+		for _, c := range s {
+			for _, nq := range c.nqs {
+				nq.Close()
+			}
+		}
+	}
+	for _, d := range devs {
+		d.Close()
+	}
+	misc.Close()
+}
+
 // The whole life of a runtime on Trn1, Inf2, Trn2 and Trn3: bring-up of every device,
 // tensor round trips from 1 byte to 64 MiB, a DMA ring, an execution
 // harvested from the rings, and a close after which the memory counters
@@ -95,17 +110,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 					return
 				}
 				closed = true
-				for _, s := range sessions {
-					for _, c := range s {
-						for _, nq := range c.nqs {
-							nq.Close()
-						}
-					}
-				}
-				for _, d := range devs {
-					d.Close()
-				}
-				misc.Close()
+				tearDown(devs, misc, sessions)
 			}
 			t.Cleanup(closeAll) // before the unmount, also when the test fails
 			d := devs[len(devs)-1]
@@ -205,17 +210,7 @@ func BenchmarkBringUp16(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, s := range sessions {
-			for _, c := range s {
-				for _, nq := range c.nqs {
-					nq.Close()
-				}
-			}
-		}
-		for _, d := range devs {
-			d.Close()
-		}
-		misc.Close()
+		tearDown(devs, misc, sessions)
 	}
 }
 
