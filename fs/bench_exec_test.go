@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/fuseuring"
-	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -261,7 +261,7 @@ func TestDMABadDescriptors(t *testing.T) {
 	if rec[3]&0x1f != 0x03 || rec[4] != 9 || rec[6] != 4 || rec[0]&dma.StatusWriteError == 0 {
 		t.Errorf("error record %x", rec)
 	}
-	if got := sysfsValue(t, dir, "neuron_core0/stats/status/hw_dma_abort_error/total"); got != 1 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/status/hw_dma_abort_error/total"); got != 1 {
 		t.Errorf("hw_dma_abort_error = %d", got)
 	}
 	// The engine comes back once set normal and the queue re-initialised.

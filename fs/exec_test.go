@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 
@@ -102,7 +102,7 @@ func TestExecDoorbell(t *testing.T) {
 			for i := range view {
 				view[i] = byte(i*13 + 7)
 			}
-			before := sysfsValue(t, dir, "neuron_core1/stats/other_info/inference_count/total")
+			before := testutil.DeviceCounter(t, dir, 0, "neuron_core1/stats/other_info/inference_count/total")
 			for run := range 3 {
 				half := uint64(run%2) << 16
 				c.stage([]runtime.Copy{{Src: src.PA + half, Dst: dst.PA + half, Len: 0}})
@@ -128,7 +128,7 @@ func TestExecDoorbell(t *testing.T) {
 			if !bytes.Equal(got, view) {
 				t.Error("the staged DMA did not copy the buffer")
 			}
-			if after := sysfsValue(t, dir, "neuron_core1/stats/other_info/inference_count/total"); after != before+3 {
+			if after := testutil.DeviceCounter(t, dir, 0, "neuron_core1/stats/other_info/inference_count/total"); after != before+3 {
 				t.Errorf("inference_count %d -> %d after 3 runs", before, after)
 			}
 			// A queue the host rings itself is not touched by the doorbell.
@@ -193,7 +193,7 @@ func TestExecLatency(t *testing.T) {
 		t.Errorf("END after %v, before the configured 200 ms", el)
 	}
 	// The core's time in use counts the run, in microseconds.
-	if got := sysfsValue(t, dir, "neuron_core0/stats/other_info/nc_time_in_use/total"); got < 200_000 || got > 10_000_000 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/other_info/nc_time_in_use/total"); got < 200_000 || got > 10_000_000 {
 		t.Errorf("nc_time_in_use %d µs after a 200 ms run", got)
 	}
 }

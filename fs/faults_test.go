@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -47,11 +47,11 @@ func TestFaultInjection(t *testing.T) {
 
 	setFaults(t, dir, "none,ecc-hbm=3,ecc-sram=2")
 	hwDir := "stats/hardware/"
-	if sysfsValue(t, dir, hwDir+"mem_ecc_uncorrected") != 3 || sysfsValue(t, dir, hwDir+"sram_ecc_uncorrected") != 2 || sysfsValue(t, dir, hwDir+"mem_ecc_repairable_uncorrected") != 0 {
+	if testutil.DeviceCounter(t, dir, 0, hwDir+"mem_ecc_uncorrected") != 3 || testutil.DeviceCounter(t, dir, 0, hwDir+"sram_ecc_uncorrected") != 2 || testutil.DeviceCounter(t, dir, 0, hwDir+"mem_ecc_repairable_uncorrected") != 0 {
 		t.Error("ECC counters did not rise")
 	}
 	setFaults(t, dir, "hbm-repair=pending")
-	if sysfsValue(t, dir, hwDir+"mem_ecc_repairable_uncorrected") != 3 || sysfsValue(t, dir, hwDir+"mem_ecc_uncorrected") != 0 {
+	if testutil.DeviceCounter(t, dir, 0, hwDir+"mem_ecc_repairable_uncorrected") != 3 || testutil.DeviceCounter(t, dir, 0, hwDir+"mem_ecc_uncorrected") != 0 {
 		t.Error("a pending repair does not make the errors repairable")
 	}
 
@@ -98,7 +98,7 @@ func TestFaultInjection(t *testing.T) {
 	if err := dev.Reset(1 << 2); err == nil {
 		t.Error("a reset succeeded under reset-fail")
 	}
-	if got := sysfsValue(t, dir, "neuron_core2/stats/other_info/reset_fail_count/total"); got != 1 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core2/stats/other_info/reset_fail_count/total"); got != 1 {
 		t.Errorf("reset_fail_count %d", got)
 	}
 	setFaults(t, dir, "none")

@@ -14,24 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )
-
-// sysfsValue reads one counter file under the device directory.
-func sysfsValue(t *testing.T, dir string, path string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(dir + "/sys/devices/virtual/neuron_device/neuron0/" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // Every size variant of the memory commands, with raw command numbers.
 func TestMemoryCommandVariants(t *testing.T) {
@@ -60,13 +46,13 @@ func TestMemoryCommandVariants(t *testing.T) {
 	mt := ioctl.MemAllocV2MemType{Size: 4096, MemType: ioctl.MemTypeConstantsDevice, MemHandle: addr + 16}
 	r, e = testutil.Ioctl(fd, ioctl.CmdMemAllocV2MT, &mt)
 	expectErrno(t, "MEM_ALLOC_V2MT", r, e, 0, 0)
-	if got := sysfsValue(t, dir, "neuron_core0/stats/memory_usage/device_mem/constants/total"); got != 4096 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/memory_usage/device_mem/constants/total"); got != 4096 {
 		t.Errorf("constants counter %d after a 4 KiB allocation", got)
 	}
-	if got := sysfsValue(t, dir, "neuron_core2/stats/memory_usage/device_mem/uncategorized/total"); got != 3<<20 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core2/stats/memory_usage/device_mem/uncategorized/total"); got != 3<<20 {
 		t.Errorf("core 2 uncategorized %d, want 3 MiB", got)
 	}
-	if got := sysfsValue(t, dir, "stats/memory_usage/host_mem/uncategorized/total"); got != 8192 {
+	if got := testutil.DeviceCounter(t, dir, 0, "stats/memory_usage/host_mem/uncategorized/total"); got != 8192 {
 		t.Errorf("host uncategorized %d, want 8192 (5000 rounded to pages)", got)
 	}
 
@@ -162,7 +148,7 @@ func TestMemoryCommandVariants(t *testing.T) {
 	bad := ioctl.MemAllocV2MemType64{Size: 1 << 20, MemHandle: 24}
 	r, e = testutil.Ioctl(fd, ioctl.CmdMemAllocV2MT64, &bad)
 	expectErrno(t, "MEM_ALLOC_V2MT64 with a bad handle pointer", r, e, 8, 0)
-	if got := sysfsValue(t, dir, "neuron_core0/stats/memory_usage/device_mem/uncategorized/total"); got != 0 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/memory_usage/device_mem/uncategorized/total"); got != 0 {
 		t.Errorf("rolled-back allocation still counted: %d", got)
 	}
 
@@ -172,11 +158,11 @@ func TestMemoryCommandVariants(t *testing.T) {
 		expectErrno(t, "MEM_FREE", r, e, 0, 0)
 	}
 	for _, p := range []string{"neuron_core2/stats/memory_usage/device_mem/total", "neuron_core0/stats/memory_usage/host_mem/total", "stats/memory_usage/host_mem/uncategorized/total"} {
-		if got := sysfsValue(t, dir, p); got != 0 {
+		if got := testutil.DeviceCounter(t, dir, 0, p); got != 0 {
 			t.Errorf("%s = %d after freeing everything", p, got)
 		}
 	}
-	if got := sysfsValue(t, dir, "neuron_core2/stats/memory_usage/device_mem/peak"); got != 3<<20 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core2/stats/memory_usage/device_mem/peak"); got != 3<<20 {
 		t.Errorf("device_mem peak %d, want 3 MiB", got)
 	}
 }
@@ -248,11 +234,11 @@ func TestMemoryOwnershipAndDeath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := sysfsValue(t, dir, "neuron_core0/stats/memory_usage/device_mem/total")
+	base := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/memory_usage/device_mem/total")
 
 	a, hs, ain := start()
 	defer ain.Close()
-	if got := sysfsValue(t, dir, "neuron_core0/stats/memory_usage/device_mem/total"); got != base+64<<20 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/memory_usage/device_mem/total"); got != base+64<<20 {
 		t.Fatalf("device_mem total %d with the helper's 64 MiB, want %d", got, base+64<<20)
 	}
 	// B (this process) reads A's chunk through A's handle.
@@ -264,10 +250,10 @@ func TestMemoryOwnershipAndDeath(t *testing.T) {
 	// A is killed: its memory goes, this process's stays.
 	a.Process.Kill()
 	a.Wait()
-	if got := sysfsValue(t, dir, "neuron_core0/stats/memory_usage/device_mem/total"); got != base {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/memory_usage/device_mem/total"); got != base {
 		t.Errorf("device_mem total %d after the owner died, want %d", got, base)
 	}
-	if got := sysfsValue(t, dir, "neuron_core0/stats/memory_usage/host_mem/total"); got != 0 {
+	if got := testutil.DeviceCounter(t, dir, 0, "neuron_core0/stats/memory_usage/host_mem/total"); got != 0 {
 		t.Errorf("host_mem total %d after the owner died", got)
 	}
 	if _, err := mine.Info(); err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -27,7 +27,7 @@ func TestNotificationQueues(t *testing.T) {
 		t.Fatalf("host ring %+v", h)
 	}
 	const counter = "stats/memory_usage/host_mem/notifications/total"
-	if got := sysfsValue(t, dir, counter); got != 1<<16 {
+	if got := testutil.DeviceCounter(t, dir, 0, counter); got != 1<<16 {
 		t.Errorf("%s = %d after a 64 KiB ring", counter, got)
 	}
 	// The ring is mapped at its mmap offset; what the runtime writes there is
@@ -62,7 +62,7 @@ func TestNotificationQueues(t *testing.T) {
 	if re.MmapOffset == h.MmapOffset {
 		t.Errorf("forced realloc kept the ring at %#x", re.MmapOffset)
 	}
-	if got := sysfsValue(t, dir, counter); got != 1<<17 {
+	if got := testutil.DeviceCounter(t, dir, 0, counter); got != 1<<17 {
 		t.Errorf("%s = %d after realloc to 128 KiB", counter, got)
 	}
 
@@ -113,7 +113,7 @@ func TestNotificationQueues(t *testing.T) {
 	rr := ioctl.DeviceReady{RequestID: 77}
 	r, e = testutil.Ioctl(fd, ioctl.CmdNCResetReady, &rr)
 	expectErrno(t, "NC_RESET_READY", r, e, 0, 0)
-	if got := sysfsValue(t, dir, counter); got != 8192 {
+	if got := testutil.DeviceCounter(t, dir, 0, counter); got != 8192 {
 		t.Errorf("%s = %d after the core reset, want core 2's 8 KiB left", counter, got)
 	}
 	r, e = testutil.Ioctl(fd, ioctl.CmdMemGetExtendedInfo, &ioctl.MemGetExtendedInfo{MemHandle: ts.MemHandle})

@@ -14,7 +14,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
 )

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/mmio"
 	"github.com/neuronfs/neuronfs/runtime"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 

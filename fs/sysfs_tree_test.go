@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 )
 
 // expectedDeviceTree lists, from the driver's sysfs tree as its source

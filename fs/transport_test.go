@@ -9,7 +9,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 

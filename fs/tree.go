@@ -299,6 +299,13 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 	}
 }
 
+// sysfsDir is one directory of sysfs attributes and links.
+type sysfsDir struct {
+	path  string
+	attrs []device.Attr
+	links []device.Link
+}
+
 // build lays out the tree: device nodes, class directory, device
 // directories and the module directory.
 func (f *FS) build(ctx context.Context) {
@@ -308,50 +315,27 @@ func (f *FS) build(ctx context.Context) {
 		f.add(ctx, DevDir+"/"+d.Name(), n, syscall.S_IFREG)
 		f.devIno[n.StableAttr().Ino] = d.Index
 	}
-	for _, a := range f.sys.ClassAttributes() {
-		f.add(ctx, ClassDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
-	}
-	for _, l := range f.sys.ClassLinks() {
-		f.addLink(ctx, ClassDir+"/"+l.Path, l.Target)
+	dirs := []sysfsDir{{ClassDir, f.sys.ClassAttributes(), f.sys.ClassLinks()}}
+	for _, d := range f.sys.Devices {
+		dirs = append(dirs, sysfsDir{DevicesDir + "/" + d.Name(), d.Attributes(), d.Links()})
 	}
 	for _, d := range f.sys.Devices {
-		base := DevicesDir + "/" + d.Name()
-		for _, a := range d.Attributes() {
-			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+		dirs = append(dirs, sysfsDir{PCIRoot + "/" + d.PCIPath(), d.PCIAttributes(), d.PCILinks()})
+	}
+	dirs = append(dirs,
+		sysfsDir{PCIBusDevicesDir, nil, f.sys.PCIBusLinks()},
+		sysfsDir{PCIDriverDir, f.sys.PCIDriverAttributes(), f.sys.PCIDriverLinks()},
+		sysfsDir{ModuleDir, f.sys.ModuleAttributes(), f.sys.ModuleLinks()},
+		sysfsDir{DMIDir, f.sys.DMIAttributes(), nil},
+		sysfsDir{ControlDir, f.sys.ControlAttributes(), nil},
+	)
+	for _, d := range dirs {
+		for _, a := range d.attrs {
+			f.add(ctx, d.path+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 		}
-		for _, l := range d.Links() {
-			f.addLink(ctx, base+"/"+l.Path, l.Target)
+		for _, l := range d.links {
+			f.addLink(ctx, d.path+"/"+l.Path, l.Target)
 		}
-	}
-	for _, d := range f.sys.Devices {
-		base := PCIRoot + "/" + d.PCIPath()
-		for _, a := range d.PCIAttributes() {
-			f.add(ctx, base+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
-		}
-		for _, l := range d.PCILinks() {
-			f.addLink(ctx, base+"/"+l.Path, l.Target)
-		}
-	}
-	for _, l := range f.sys.PCIBusLinks() {
-		f.addLink(ctx, PCIBusDevicesDir+"/"+l.Path, l.Target)
-	}
-	for _, a := range f.sys.PCIDriverAttributes() {
-		f.add(ctx, PCIDriverDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
-	}
-	for _, l := range f.sys.PCIDriverLinks() {
-		f.addLink(ctx, PCIDriverDir+"/"+l.Path, l.Target)
-	}
-	for _, a := range f.sys.ModuleAttributes() {
-		f.add(ctx, ModuleDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
-	}
-	for _, l := range f.sys.ModuleLinks() {
-		f.addLink(ctx, ModuleDir+"/"+l.Path, l.Target)
-	}
-	for _, a := range f.sys.DMIAttributes() {
-		f.add(ctx, DMIDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
-	}
-	for _, a := range f.sys.ControlAttributes() {
-		f.add(ctx, ControlDir+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 	}
 	f.addDiagnostics(ctx)
 }

@@ -51,7 +51,7 @@ func fieldAt(typ reflect.Type, path string) (off, size uintptr, ok bool) {
 }
 
 func TestStructLayoutsMatchDriver(t *testing.T) {
-	rows := readTSV(t, "testdata/abi-structs.tsv")
+	rows := readTSV(t, "abi/abi-structs.tsv")
 	seen := map[string]bool{}
 	for _, r := range rows {
 		tag := tagRe.FindStringSubmatch(r[0])[1]
@@ -97,7 +97,7 @@ func TestStructLayoutsMatchDriver(t *testing.T) {
 }
 
 func TestCommandTableMatchesDriver(t *testing.T) {
-	rows := readTSV(t, "testdata/abi-ioctls.tsv")
+	rows := readTSV(t, "abi/abi-ioctls.tsv")
 	tab := Default()
 	if len(rows) != 99 || len(tab.Commands()) != len(rows) {
 		t.Fatalf("reference rows %d, table commands %d; want 99 each", len(rows), len(tab.Commands()))

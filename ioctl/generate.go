@@ -1,3 +1,3 @@
 package ioctl
 
-//go:generate go run ./internal/abigen -dir testdata
+//go:generate go run ./internal/abigen -dir abi

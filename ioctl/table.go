@@ -101,21 +101,22 @@ var blocking = map[uint32]bool{
 
 // newTable builds a version from its parent plus the commands it changes.
 func newTable(v versionDelta, parent *Table) *Table {
-	// A version with nothing new to say about itself says what its parent
-	// says: adding one with an unchanged ABI is a one-line parent file.
-	f, ok := facts[v.Name]
-	if !ok && parent != nil {
-		f = versionFacts{Features: parent.Features, ArchFeatures: parent.archFeatures}
-	}
-	t := &Table{Version: mustVersion(v.Name), Features: f.Features, archFeatures: f.ArchFeatures, Compat: f.Compat, byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
-	if t.Compat == nil && parent != nil {
-		t.Compat = parent.Compat
-	}
-	switch {
-	case f.Quirks != nil:
-		t.Quirks = *f.Quirks
-	case parent != nil:
-		t.Quirks = parent.Quirks
+	// Each fact a version does not state is its parent's: adding a
+	// version with an unchanged ABI and behaviour is a one-line parent file.
+	f := facts[v.Name]
+	t := &Table{Version: mustVersion(v.Name), Features: f.Features, archFeatures: f.ArchFeatures, Compat: f.Compat, Quirks: f.Quirks,
+		byCmd: map[uint32]*Command{}, byNr: map[uint32][]*Command{}}
+	if parent != nil {
+		if t.Features == 0 {
+			t.Features = parent.Features
+		}
+		if t.archFeatures == nil {
+			t.archFeatures = parent.archFeatures
+		}
+		if t.Compat == nil {
+			t.Compat = parent.Compat
+		}
+		t.Quirks = parent.Quirks.with(f.Quirks)
 	}
 	merged := map[string]Command{}
 	var order []string

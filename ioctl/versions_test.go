@@ -1,6 +1,9 @@
 package ioctl
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // Each version has the number of command macros its driver headers
 // define, its own feature bits and compat ranges.
@@ -62,5 +65,50 @@ func TestVersionWithoutFacts(t *testing.T) {
 	if v.Version.String() != "2.29.1.0" || len(v.Commands()) != len(parent.Commands()) || v.Quirks != parent.Quirks ||
 		v.FeaturesFor(2) != parent.FeaturesFor(2) || v.FeaturesFor(3) != parent.FeaturesFor(3) || v.Compat[archV3] != parent.Compat[archV3] {
 		t.Errorf("2.29.1.0 differs from its parent: %+v", v)
+	}
+}
+
+// Quirks.with ORs the fields by reflection, which holds only while every
+// field is a flag.
+func TestQuirksAreFlags(t *testing.T) {
+	typ := reflect.TypeFor[Quirks]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Type.Kind() != reflect.Bool {
+			t.Errorf("Quirks.%s is a %s, not a flag", f.Name, f.Type)
+		}
+	}
+}
+
+// A version's record is its parent's plus the lines it states: 2.29 keeps
+// every quirk of 2.28, turns on its own and nothing else, and its unstated
+// facts are 2.28's.
+func TestVersionRecordIsParentPlusOwn(t *testing.T) {
+	v28, _ := ForVersion("2.28.0.0")
+	v29, _ := ForVersion("2.29.0.0")
+	own := facts["2.29.0.0"].Quirks
+	want := v28.Quirks
+	want.CopyInEFAULT, want.HandleErrnos, want.NCMapV1, want.DMABufChecks, want.MarkSizeENXIO = true, true, true, true, true
+	if own != (Quirks{CopyInEFAULT: true, HandleErrnos: true, NCMapV1: true, DMABufChecks: true, MarkSizeENXIO: true}) {
+		t.Errorf("2.29 states %+v", own)
+	}
+	if v29.Quirks != want || v29.Quirks != v28.Quirks.with(own) {
+		t.Errorf("2.29 quirks %+v, want 2.28's %+v plus its own", v29.Quirks, v28.Quirks)
+	}
+	if !v28.Quirks.FWFailIsError || !v28.Quirks.AsyncCompletionQueues || !v28.Quirks.BARReadChecked || !v28.Quirks.FWBuildAttr {
+		t.Errorf("2.28 lost 2.27's quirks or its own: %+v", v28.Quirks)
+	}
+	if v29.Compat[archV3] != v28.Compat[archV3] || v29.Compat[archV4] != v28.Compat[archV4] {
+		t.Errorf("2.29 compat %v, want 2.28's %v", v29.Compat, v28.Compat)
+	}
+	if v29.FeaturesFor(archV2) != 0x7ff || v29.FeaturesFor(archV3) != 0xfff {
+		t.Errorf("2.29 features %#x on V2, %#x on V3", v29.FeaturesFor(archV2), v29.FeaturesFor(archV3))
+	}
+	v27, _ := ForVersion("2.27.4.0")
+	if v27.Features != 0x1ff || v27.Quirks.FWBuildAttr {
+		t.Errorf("2.27: features %#x, quirks %+v", v27.Features, v27.Quirks)
+	}
+	base, _ := ForVersion(DefaultVersion)
+	if base.Quirks != (Quirks{}) {
+		t.Errorf("the base version has quirks: %+v", base.Quirks)
 	}
 }

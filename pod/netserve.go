@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
-
-	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // linkServer answers a server's neighbours: after the handshake and a
@@ -16,17 +13,15 @@ import (
 // register reads of the published misc RAM, and nothing else.
 type linkServer struct {
 	p *netPort
-	l net.Listener
+	// connServer's conns map each link to its side, -1 before the hello.
+	connServer[Side]
 
-	mu      lockrank.Mutex[lockrank.PodRegistry]
-	conns   map[net.Conn]Side // side -1: before the hello
-	pending map[string]int    // connections before the hello, by remote host
+	pending map[string]int // connections before the hello, by remote host
 	cut     [2]bool
-	wg      sync.WaitGroup
 }
 
 func serveLinks(p *netPort, l net.Listener) *linkServer {
-	s := &linkServer{p: p, l: l, conns: map[net.Conn]Side{}, pending: map[string]int{}}
+	s := &linkServer{p: p, connServer: newConnServer[Side](l), pending: map[string]int{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -64,17 +59,6 @@ func (s *linkServer) accept() {
 		s.wg.Add(1)
 		go s.serve(c)
 	}
-}
-
-// Close stops accepting, drops every link and waits for the handlers.
-func (s *linkServer) Close() {
-	s.l.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
 }
 
 // dropSide pulls this end of a cable: the links over side close and new

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -209,18 +208,16 @@ func (p *socketPort) Close() error {
 
 // Server serves pods over a listener: one hub per pod name.
 type Server struct {
-	l   net.Listener
-	log *logrus.Entry
-
-	mu    lockrank.Mutex[lockrank.PodRegistry]
-	hubs  map[string]*Hub
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	// connServer holds the members' connections; its Close stops
+	// accepting, drops every member and waits for the handlers.
+	connServer[bool]
+	log  *logrus.Entry
+	hubs map[string]*Hub
 }
 
 // Serve accepts members on l until Close.
 func Serve(l net.Listener, log *logrus.Entry) *Server {
-	s := &Server{l: l, log: log, hubs: map[string]*Hub{}, conns: map[net.Conn]bool{}}
+	s := &Server{connServer: newConnServer[bool](l), log: log, hubs: map[string]*Hub{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -236,17 +233,6 @@ func (s *Server) Hub(pod string) *Hub {
 		s.hubs[pod] = h
 	}
 	return h
-}
-
-// Close stops accepting, drops every member and waits for the handlers.
-func (s *Server) Close() {
-	s.l.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
 }
 
 func (s *Server) accept() {

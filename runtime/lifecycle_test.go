@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 
@@ -76,17 +73,19 @@ func bringUp(h runtime.Host, cores int) ([]*runtime.Device, *runtime.Misc, [][]c
 	return devs, misc, sessions, nil
 }
 
-func sysfsTotal(t *testing.T, dir string, dev int, path string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("%s/sys/devices/virtual/neuron_device/neuron%d/%s", dir, dev, path))
-	if err != nil {
-		t.Fatal(err)
+// tearDown closes what bringUp opened, queues first.
+func tearDown(devs []*runtime.Device, misc *runtime.Misc, sessions [][]coreSession) {
+	for _, s := range sessions {
+		for _, c := range s {
+			for _, nq := range c.nqs {
+				nq.Close()
+			}
+		}
 	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range devs {
+		d.Close()
 	}
-	return v
+	misc.Close()
 }
 
 // The whole life of a runtime on Trn1, Inf2, Trn2 and Trn3: bring-up of every device,
@@ -111,17 +110,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 					return
 				}
 				closed = true
-				for _, s := range sessions {
-					for _, c := range s {
-						for _, nq := range c.nqs {
-							nq.Close()
-						}
-					}
-				}
-				for _, d := range devs {
-					d.Close()
-				}
-				misc.Close()
+				tearDown(devs, misc, sessions)
 			}
 			t.Cleanup(closeAll) // before the unmount, also when the test fails
 			d := devs[len(devs)-1]
@@ -187,7 +176,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 					}
 				}
 			}
-			if got := sysfsTotal(t, dir, len(devs)-1, "neuron_core1/stats/other_info/inference_count/total"); got != 1 {
+			if got := testutil.DeviceCounter(t, dir, len(devs)-1, "neuron_core1/stats/other_info/inference_count/total"); got != 1 {
 				t.Errorf("inference_count %d after one execution", got)
 			}
 
@@ -197,10 +186,10 @@ func TestRuntimeLifecycle(t *testing.T) {
 			for i := range devs {
 				for c := range tc.cores {
 					base := fmt.Sprintf("neuron_core%d/stats/memory_usage/", c)
-					if got := sysfsTotal(t, dir, i, base+"device_mem/total"); got != 0 {
+					if got := testutil.DeviceCounter(t, dir, i, base+"device_mem/total"); got != 0 {
 						t.Errorf("device %d core %d: device memory %d after close", i, c, got)
 					}
-					host := sysfsTotal(t, dir, i, base+"host_mem/total")
+					host := testutil.DeviceCounter(t, dir, i, base+"host_mem/total")
 					rings := uint64(runtime.ComputeEngines * 4096)
 					if host != rings {
 						t.Errorf("device %d core %d: host memory %d after close, want the %d of its notification rings", i, c, host, rings)
@@ -221,17 +210,7 @@ func BenchmarkBringUp16(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, s := range sessions {
-			for _, c := range s {
-				for _, nq := range c.nqs {
-					nq.Close()
-				}
-			}
-		}
-		for _, d := range devs {
-			d.Close()
-		}
-		misc.Close()
+		tearDown(devs, misc, sessions)
 	}
 }
 

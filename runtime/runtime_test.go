@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 

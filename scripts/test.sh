@@ -13,11 +13,12 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
-# Generated files must be current: the ABI description (from ioctl/testdata)
-# and the command pages (from it, device's handlers and docs/commands/notes).
-# One check for both: regenerate, then compare with what is committed,
+# Generated files must be current: the ABI description (from ioctl/abi),
+# the command pages (from it, device's handlers and docs/commands/notes)
+# and the lock order page (from internal/lockrank).
+# One check for all: regenerate, then compare with what is committed,
 # including which pages exist.
-generated() { ls ioctl/abi_*_gen.go docs/commands/*.md; }
+generated() { ls ioctl/abi_*_gen.go docs/commands/*.md docs/lock-order.md; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 before=$(generated)
@@ -62,7 +63,7 @@ trap 'teardown_xfs; rm -rf "$tmp"' EXIT
 # or backing can change: the ones that mount hosts (they import fs or its
 # test harness) or read the pass's variables themselves.
 transport_pkgs=$(grep -rlE --include='*.go' \
-	'"github.com/neuronfs/neuronfs/(fs|internal/testutil)"|NEURONFS_(FUSE_TRANSPORT|MEMORY_BACKING)\b' . |
+	'"github.com/neuronfs/neuronfs/(fs|fs/testutil)"|NEURONFS_(FUSE_TRANSPORT|MEMORY_BACKING)\b' . |
 	xargs -n1 dirname | sort -u | grep -v '^\./fs/testdata')
 
 # Child processes of the tests are -race binaries too; each would sleep a

@@ -120,23 +120,20 @@ func ioctlFilter(m progMaps, skip string) asm.Instructions {
 // tgidFilter returns from the program unless the current tgid is traced;
 // it leaves pid_tgid in R7.
 func tgidFilter(m progMaps, exit string) asm.Instructions {
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.RFP, stKey, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.tgids),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, exit),
 	}
+	insns = append(insns, mapKey(m.tgids, stKey)...)
+	return append(insns, asm.FnMapLookupElem.Call(), asm.JEq.Imm(asm.R0, 0, exit))
 }
 
 // reserve takes a ring buffer slot into R9, as big as the syscall in R8
 // needs, and fills the header.
 func reserve(m progMaps, kind int32, exit string) asm.Instructions {
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.Mov.Imm(asm.R2, eventSize),
 		asm.JEq.Imm(asm.R8, sysIoctl, "sized"),
 		asm.Mov.Imm(asm.R2, pathEvent),
@@ -146,12 +143,9 @@ func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 		asm.Mov.Imm(asm.R2, shortEvent),
 		asm.LoadMapPtr(asm.R1, m.events).WithSymbol("sized"),
 		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "lost"),
-		asm.Mov.Reg(asm.R9, asm.R0),
-		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
-		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
-		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
+	}
+	insns = append(insns, reserveHeader(kind)...)
+	return append(insns,
 		asm.StoreMem(asm.R9, evNr, asm.R8, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.R9, evRet, asm.R1, asm.DWord),
@@ -164,7 +158,7 @@ func reserve(m progMaps, kind int32, exit string) asm.Instructions {
 		asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // ctx->args[0]: struct pt_regs *
 		asm.Add.Imm(asm.R3, regsOffset),
 		asm.FnProbeReadKernel.Call(),
-	}
+	)
 }
 
 // readUser copies up to max bytes from the user address in stack slot ptr
@@ -220,9 +214,9 @@ func copyArg(m progMaps, p string, done string) asm.Instructions {
 		// The command (the ioctl's second argument, from the registers).
 		asm.LoadMem(asm.R1, asm.R9, regSI, asm.DWord),
 		asm.StoreMem(asm.RFP, stKey, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.nested),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
+	)
+	insns = append(insns, mapKey(m.nested, stKey)...)
+	insns = append(insns,
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, done),
 		asm.Mov.Reg(asm.R8, asm.R0),
@@ -297,48 +291,71 @@ func lostLabel(m progMaps) asm.Instructions {
 	}
 }
 
-// enterProg handles raw tracepoint sys_enter(regs, id).
-func enterProg(m progMaps) asm.Instructions {
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, tgidFilter(m, "exit")...)
-	insns = append(insns,
-		asm.LoadMem(asm.R8, asm.R6, 8, asm.DWord), // ctx->args[1]: syscall number
-		asm.JEq.Imm(asm.R8, sysIoctl, "is_ioctl"),
-		asm.JEq.Imm(asm.R8, sysMmap, "keep"),
-		asm.JEq.Imm(asm.R8, sysMunmap, "keep"),
-		asm.JEq.Imm(asm.R8, sysClose, "keep"),
-		asm.Ja.Label("exit"),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("is_ioctl"),
-	)
+// prologue leaves the program unless the current tgid is traced; it keeps
+// the context in R6 and pid_tgid in R7. Every program starts with it.
+func prologue(m progMaps) asm.Instructions {
+	return append(asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}, tgidFilter(m, "exit")...)
+}
+
+// epilogue ends every program: the submit of the event in R9, then the
+// targets "lost" and "exit" that the rest jumps to.
+func epilogue(m progMaps) asm.Instructions {
+	insns := submit(m, "submit")
+	insns = append(insns, lostLabel(m)...)
+	return append(insns, exitLabel("exit")...)
+}
+
+// syscallEvent leaves the program unless R8, a syscall number, is one of
+// kept or an ioctl ioctlFilter keeps, then reserves an event of kind.
+func syscallEvent(m progMaps, kind int32, kept ...int32) asm.Instructions {
+	insns := asm.Instructions{asm.JEq.Imm(asm.R8, sysIoctl, "is_ioctl")}
+	for _, nr := range kept {
+		insns = append(insns, asm.JEq.Imm(asm.R8, nr, "keep"))
+	}
+	insns = append(insns, asm.Ja.Label("exit"), asm.Mov.Imm(asm.R0, 0).WithSymbol("is_ioctl"))
 	insns = append(insns, ioctlFilter(m, "exit")...)
 	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("keep"))
-	insns = append(insns, reserve(m, kindEnter, "exit")...)
+	return append(insns, reserve(m, kind, "exit")...)
+}
+
+// mapKey points R1 at the map and R2 at the key in the stack slot key,
+// the arguments of every map helper.
+func mapKey(fd int, key int16) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, fd),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(key)),
+	}
+}
+
+// enterProg handles raw tracepoint sys_enter(regs, id).
+func enterProg(m progMaps) asm.Instructions {
+	insns := prologue(m)
+	insns = append(insns, asm.LoadMem(asm.R8, asm.R6, 8, asm.DWord)) // ctx->args[1]: syscall number
+	insns = append(insns, syscallEvent(m, kindEnter, sysMmap, sysMunmap, sysClose)...)
 	insns = append(insns,
 		asm.JNE.Imm(asm.R8, sysIoctl, "submit"),
 		// Remember the argument pointer for the exit.
 		asm.LoadMem(asm.R1, asm.R9, regDX, asm.DWord), // dx
 		asm.StoreMem(asm.RFP, stArg, asm.R1, asm.DWord),
-		asm.StoreMem(asm.RFP, stKey, asm.R7, asm.Word), // tid
-		asm.LoadMapPtr(asm.R1, m.inflight),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
+	)
+	insns = append(insns, asm.StoreMem(asm.RFP, stKey, asm.R7, asm.Word)) // tid
+	insns = append(insns, mapKey(m.inflight, stKey)...)
+	insns = append(insns,
 		asm.Mov.Reg(asm.R3, asm.RFP),
 		asm.Add.Imm(asm.R3, stArg),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnMapUpdateElem.Call(),
 	)
 	insns = append(insns, copyArg(m, "in_", "submit")...)
-	insns = append(insns, submit(m, "submit")...)
-	insns = append(insns, lostLabel(m)...)
-	return append(insns, exitLabel("exit")...)
+	return append(insns, epilogue(m)...)
 }
 
 // exitProg handles raw tracepoint sys_exit(regs, ret). A syscall a seccomp
 // supervisor answered (as `neuronfs run` does for device opens) has no
 // sys_enter, so the exit reads everything from the registers.
 func exitProg(m progMaps) asm.Instructions {
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, tgidFilter(m, "exit")...)
+	insns := prologue(m)
 	insns = append(insns,
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, stArg),
@@ -348,19 +365,8 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "exit"),
 		asm.LoadMem(asm.R8, asm.RFP, stArg, asm.DWord),
-		asm.JEq.Imm(asm.R8, sysIoctl, "is_ioctl"),
-		asm.JEq.Imm(asm.R8, sysMmap, "keep"),
-		asm.JEq.Imm(asm.R8, sysMunmap, "keep"),
-		asm.JEq.Imm(asm.R8, sysClose, "keep"),
-		asm.JEq.Imm(asm.R8, sysOpen, "keep"),
-		asm.JEq.Imm(asm.R8, sysOpenat, "keep"),
-		asm.JEq.Imm(asm.R8, sysOpenat2, "keep"),
-		asm.Ja.Label("exit"),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("is_ioctl"),
 	)
-	insns = append(insns, ioctlFilter(m, "exit")...)
-	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("keep"))
-	insns = append(insns, reserve(m, kindExit, "exit")...)
+	insns = append(insns, syscallEvent(m, kindExit, sysMmap, sysMunmap, sysClose, sysOpen, sysOpenat, sysOpenat2)...)
 	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.R6, 8, asm.DWord), // ctx->args[1]: return value
 		asm.StoreMem(asm.R9, evRet, asm.R1, asm.DWord),
@@ -368,20 +374,18 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.JEq.Imm(asm.R8, sysOpenat, "openat"),
 		asm.JEq.Imm(asm.R8, sysOpenat2, "openat"),
 		asm.JNE.Imm(asm.R8, sysIoctl, "submit"),
-		// ioctl: the pointer saved at entry (none if the entry was missed).
-		asm.StoreMem(asm.RFP, stKey, asm.R7, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.inflight),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
+	)
+	// ioctl: the pointer saved at entry (none if the entry was missed).
+	insns = append(insns, asm.StoreMem(asm.RFP, stKey, asm.R7, asm.Word))
+	insns = append(insns, mapKey(m.inflight, stKey)...)
+	insns = append(insns,
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "submit"),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.StoreMem(asm.RFP, stArg, asm.R1, asm.DWord),
-		asm.LoadMapPtr(asm.R1, m.inflight),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stKey),
-		asm.FnMapDeleteElem.Call(),
 	)
+	insns = append(insns, mapKey(m.inflight, stKey)...)
+	insns = append(insns, asm.FnMapDeleteElem.Call())
 	insns = append(insns, copyArg(m, "out_", "submit")...)
 	insns = append(insns,
 		asm.LoadMem(asm.R3, asm.R9, regDI, asm.DWord).WithSymbol("open"), // di
@@ -394,9 +398,7 @@ func exitProg(m progMaps) asm.Instructions {
 		asm.JSLE.Imm(asm.R0, 0, "submit"),
 		asm.StoreMem(asm.R9, evDataLen, asm.R0, asm.Word),
 	)
-	insns = append(insns, submit(m, "submit")...)
-	insns = append(insns, lostLabel(m)...)
-	return append(insns, exitLabel("exit")...)
+	return append(insns, epilogue(m)...)
 }
 
 // taskOffsets are the kernel structure members the lifetime programs read,
@@ -407,6 +409,19 @@ type taskOffsets struct {
 	filename                    int32 // in linux_binprm
 }
 
+// reserveHeader reserves the ring buffer slot R1..R3 ask for into R9
+// (or counts the event lost) and writes the header every event has.
+func reserveHeader(kind int32) asm.Instructions {
+	return asm.Instructions{
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
+		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
+		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
+	}
+}
+
 // lifeEvent reserves a short event of the given kind for the current task
 // (pid_tgid in R7) into R9 and zeroes what a syscall event would carry.
 func lifeEvent(m progMaps, kind int32, size int32) asm.Instructions {
@@ -414,14 +429,9 @@ func lifeEvent(m progMaps, kind int32, size int32) asm.Instructions {
 		asm.LoadMapPtr(asm.R1, m.events),
 		asm.Mov.Imm(asm.R2, size),
 		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "lost"),
-		asm.Mov.Reg(asm.R9, asm.R0),
-		asm.StoreMem(asm.R9, evPidTgid, asm.R7, asm.DWord),
-		asm.StoreImm(asm.R9, evKind, int64(kind), asm.Word),
-		asm.StoreImm(asm.R9, evDataLen, 0, asm.Word),
-		asm.Mov.Imm(asm.R1, 0),
 	}
+	insns = append(insns, reserveHeader(kind)...)
+	insns = append(insns, asm.Mov.Imm(asm.R1, 0))
 	for off := int16(evNr); off < evData; off += 8 {
 		insns = append(insns, asm.StoreMem(asm.R9, off, asm.R1, asm.DWord))
 	}
@@ -448,8 +458,7 @@ func readKernel(dst int16, size int32, off int32) asm.Instructions {
 // the parent runs for every new thread and process. It records a fork of a
 // traced process; with children, a new process is traced too.
 func forkProg(m progMaps, o taskOffsets, children bool) asm.Instructions {
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, tgidFilter(m, "exit")...)
+	insns := prologue(m)
 	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 8, asm.DWord)) // ctx->args[1]: the child's task_struct
 	insns = append(insns, readKernel(stKey, 4, o.tgid)...)
 	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 8, asm.DWord))
@@ -473,16 +482,13 @@ func forkProg(m progMaps, o taskOffsets, children bool) asm.Instructions {
 		asm.LoadMem(asm.R1, asm.RFP, stKey, asm.Word),
 		asm.StoreMem(asm.R9, regSI, asm.R1, asm.DWord), // args[1]: its tgid
 	)
-	insns = append(insns, submit(m, "submit")...)
-	insns = append(insns, lostLabel(m)...)
-	return append(insns, exitLabel("exit")...)
+	return append(insns, epilogue(m)...)
 }
 
 // execProg handles raw tracepoint sched_process_exec(task, old_pid, bprm):
 // a traced process ran a new program, whose file name it records.
 func execProg(m progMaps, o taskOffsets) asm.Instructions {
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, tgidFilter(m, "exit")...)
+	insns := prologue(m)
 	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 16, asm.DWord)) // ctx->args[2]: struct linux_binprm *
 	insns = append(insns, readKernel(stArg, 8, o.filename)...)
 	insns = append(insns, lifeEvent(m, kindExec, pathEvent)...)
@@ -497,17 +503,14 @@ func execProg(m progMaps, o taskOffsets) asm.Instructions {
 		asm.JSLE.Imm(asm.R0, 0, "submit"),
 		asm.StoreMem(asm.R9, evDataLen, asm.R0, asm.Word),
 	)
-	insns = append(insns, submit(m, "submit")...)
-	insns = append(insns, lostLabel(m)...)
-	return append(insns, exitLabel("exit")...)
+	return append(insns, epilogue(m)...)
 }
 
 // deathProg handles raw tracepoint sched_process_exit(task), which a thread
 // runs as it exits, after its exit code is set and its process's count of
 // live threads is dropped, and before its files are closed.
 func deathProg(m progMaps, o taskOffsets) asm.Instructions {
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, tgidFilter(m, "exit")...)
+	insns := prologue(m)
 	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord)) // ctx->args[0]: the task
 	insns = append(insns, readKernel(stValue, 4, o.exitCode)...)
 	insns = append(insns, asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord))
@@ -522,9 +525,9 @@ func deathProg(m progMaps, o taskOffsets) asm.Instructions {
 		asm.Mov.Reg(asm.R1, asm.R7),
 		asm.RSh.Imm(asm.R1, 32),
 		asm.StoreMem(asm.RFP, stArg, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.tgids),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stArg),
+	)
+	insns = append(insns, mapKey(m.tgids, stArg)...)
+	insns = append(insns,
 		asm.FnMapDeleteElem.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("alive"),
 	)
@@ -535,7 +538,5 @@ func deathProg(m progMaps, o taskOffsets) asm.Instructions {
 		asm.LoadMem(asm.R1, asm.RFP, stKey, asm.Word),
 		asm.StoreMem(asm.R9, regDI, asm.R1, asm.DWord), // args[0]: threads left
 	)
-	insns = append(insns, submit(m, "submit")...)
-	insns = append(insns, lostLabel(m)...)
-	return append(insns, exitLabel("exit")...)
+	return append(insns, epilogue(m)...)
 }

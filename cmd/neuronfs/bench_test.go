@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 )
 
 // BenchmarkMountReady measures a whole daemon start: from exec to the

@@ -122,20 +122,8 @@ func TestNotRootIsOneLine(t *testing.T) {
 		return
 	}
 	// Run a copy of the test binary as nobody.
-	dir, err := os.MkdirTemp("", "neuronfs-cli-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "neuronfs")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := binaryCopy(t, "neuronfs")
+	dir := filepath.Dir(bin)
 	for _, args := range [][]string{{"mount", dir}, {"run", "--", "true"}, {"mount", "--host"}, {"cleanup"}} {
 		cmd := exec.Command(bin, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

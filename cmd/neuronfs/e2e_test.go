@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/testenv"
-	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -207,15 +207,19 @@ func TestRunAsUnprivilegedUser(t *testing.T) {
 }
 
 // clientCopy copies the test binary where any user can run it.
-func clientCopy(t *testing.T) string {
+func clientCopy(t *testing.T) string { return binaryCopy(t, "client") }
+
+// binaryCopy copies the test binary, as name, into a directory of its own
+// that any user can enter, removed when the test ends.
+func binaryCopy(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "neuronfs-e2e-")
+	dir, err := os.MkdirTemp("", "neuronfs-bin-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "client")
+	bin := filepath.Join(dir, name)
 	data, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/procfs"
-	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/procfs"
-	"github.com/neuronfs/neuronfs/internal/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 

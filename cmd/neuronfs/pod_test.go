@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 )
 
 // Two neuronfs mount daemons form a 2-node pod over the Unix socket. Both

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/internal/testutil"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/trace"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
@@ -224,26 +224,13 @@ func leU64(b []byte) uint64 {
 // Without the privilege to load eBPF, trace says so in one line.
 func TestTraceWithoutPrivilege(t *testing.T) {
 	testutil.RequireFUSE(t) // for root, to become nobody
-	dir, err := os.MkdirTemp("", "neuronfs-trace-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "neuronfs")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := binaryCopy(t, "neuronfs")
 	// As nobody, with every capability gone.
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "trace", "--", "true")
 	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	if err == nil {
 		t.Fatal("trace succeeded without privileges")
 	}

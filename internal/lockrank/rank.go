@@ -3,39 +3,10 @@
 // only if every lock it already holds ranks lower, it never takes a read
 // lock twice, and it holds no lock where it is about to wait (NoLocks).
 //
-// The order, outermost first. A lock may call down the list while held,
-// never up; the packages named own the locks.
-//
-//	PodElection   pod: one server's election state (class files, status)
-//	PodLink       pod: one server's connection to its pod's host, or (a
-//	              pod across machines) one cable to a neighbour, held for
-//	              one request/answer exchange, which has a deadline (the
-//	              only lock held across I/O, connecting included)
-//	PodRegistry   pod: a coordinator's pods and connections
-//	PodHub        pod: one pod's meeting point (slots, published registers)
-//	Device        device: the driver's per-device state: the process
-//	              table (attach slots), device state, reset queue, core
-//	              locks, core init, datastore slots, NQ rings, DMA queue
-//	              ownership (the driver's ncdev_lock and nd locks)
-//	Host          device: host-wide driver state: core reservations,
-//	              datastore release order, notify_delay, metrics mode
-//	AsyncCopy     device: a core's asynchronous-copy contexts
-//	Exec          chip: one core's execution state (doorbells queued, halt)
-//	FWClient      mmio: the driver's side of the FW-IO mailbox
-//	DriverRing    device: a core's default h2t ring (descriptor writing)
-//	Notific       nq: one NOTIFIC block (queue registers, record writer)
-//	Engine        dma: one UDMA engine's queues
-//	Firmware      mmio: the emulated firmware's registers and mailbox
-//	Semaphore     chip: one core's semaphore and event words
-//	Pool          mempool: one device's allocator and handle table
-//	HostSpace     mempool: the host's DMA address space
-//	Pattern       device: pending HBM scrub patterns
-//	Metrics       device: sysfs counters
-//	Registers     mmio: plain BAR registers
-//	MemLimit      device: the host's memory limit (what the backing
-//	              files hold, checked and reserved before a write)
-//	Transport     fs: thread-to-process cache, on-behalf opens; fuseuring:
-//	              a queue's list of replies from workers (leaves)
+// The order is the constants below, outermost first, and the table order
+// says what each rank's locks guard; docs/lock-order.md is rendered from
+// both (go generate ./device), and TestOrderDocumentedAndUsed checks that
+// every rank is some lock's and every lock's rank is in the table.
 //
 // Checking costs a goroutine-id lookup per acquisition, so it runs only in
 // test binaries (or with NEURONFS_LOCKCHECK=1); production builds pay one
@@ -45,7 +16,8 @@ package lockrank
 // Rank is a lock's place in the order; higher ranks are taken later.
 type Rank uint8
 
-// The ranks, in the order above.
+// The ranks, outermost first: a lock may call down the list while held,
+// never up.
 const (
 	rankNone Rank = iota
 	RankPodElection
@@ -61,7 +33,6 @@ const (
 	RankNotific
 	RankEngine
 	RankFirmware
-	RankSemaphore
 	RankPool
 	RankHostSpace
 	RankPattern
@@ -72,15 +43,57 @@ const (
 	rankCount
 )
 
-var rankNames = [rankCount]string{
-	"none", "PodElection", "PodLink", "PodRegistry", "PodHub", "Device", "Host", "AsyncCopy", "Exec", "FWClient",
-	"DriverRing", "Notific", "Engine", "Firmware", "Semaphore", "Pool", "HostSpace",
-	"Pattern", "Metrics", "Registers", "MemLimit", "Transport",
+// Info documents one rank.
+type Info struct {
+	Rank   Rank
+	Name   string // the rank type's name
+	Owner  string // the packages whose locks have it
+	Guards string // what those locks guard
+}
+
+// order is what each rank's locks guard; the one source of the
+// documented order.
+var order = [rankCount]Info{
+	rankNone:        {Name: "none"},
+	RankPodElection: {Name: "PodElection", Owner: "pod", Guards: "one server's election state (class files, status)"},
+	RankPodLink: {Name: "PodLink", Owner: "pod", Guards: "one server's connection to its pod's host, or (a pod across machines) one cable " +
+		"to a neighbour, held for one request/answer exchange, which has a deadline (the only lock held across I/O, connecting included)"},
+	RankPodRegistry: {Name: "PodRegistry", Owner: "pod", Guards: "a coordinator's pods and connections"},
+	RankPodHub:      {Name: "PodHub", Owner: "pod", Guards: "one pod's meeting point (slots, published registers)"},
+	RankDevice: {Name: "Device", Owner: "device", Guards: "the driver's per-device state: the process table (attach slots), device state, " +
+		"reset queue, core locks, core init, datastore slots, NQ rings, DMA queue ownership (the driver's ncdev_lock and nd locks)"},
+	RankHost:       {Name: "Host", Owner: "device", Guards: "host-wide driver state: core reservations, datastore release order, notify_delay, metrics mode"},
+	RankAsyncCopy:  {Name: "AsyncCopy", Owner: "device", Guards: "a core's asynchronous-copy contexts"},
+	RankExec:       {Name: "Exec", Owner: "chip", Guards: "one core's execution state (doorbells queued, halt)"},
+	RankFWClient:   {Name: "FWClient", Owner: "mmio", Guards: "the driver's side of the FW-IO mailbox"},
+	RankDriverRing: {Name: "DriverRing", Owner: "device", Guards: "a core's default h2t ring (descriptor writing)"},
+	RankNotific:    {Name: "Notific", Owner: "nq", Guards: "one NOTIFIC block (queue registers, record writer)"},
+	RankEngine:     {Name: "Engine", Owner: "dma", Guards: "one UDMA engine's queues"},
+	RankFirmware:   {Name: "Firmware", Owner: "mmio", Guards: "the emulated firmware's registers and mailbox"},
+	RankPool:       {Name: "Pool", Owner: "device/mempool", Guards: "one device's allocator and handle table"},
+	RankHostSpace:  {Name: "HostSpace", Owner: "device/mempool", Guards: "the host's DMA address space"},
+	RankPattern:    {Name: "Pattern", Owner: "device", Guards: "pending HBM scrub patterns"},
+	RankMetrics:    {Name: "Metrics", Owner: "device", Guards: "sysfs counters"},
+	RankRegisters:  {Name: "Registers", Owner: "mmio", Guards: "plain BAR registers"},
+	RankMemLimit:   {Name: "MemLimit", Owner: "device", Guards: "the host's memory limit (what the backing files hold, checked and reserved before a write)"},
+	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache and on-behalf opens (fs), " +
+		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way (chardev); leaves"},
+}
+
+// Order lists the ranks outermost first, with what their locks guard.
+func Order() []Info {
+	out := make([]Info, 0, rankCount-1)
+	for r := rankNone + 1; r < rankCount; r++ {
+		i := order[r]
+		i.Rank = r
+		out = append(out, i)
+	}
+	return out
 }
 
 func (r Rank) String() string {
 	if r < rankCount {
-		return rankNames[r]
+		return order[r].Name
 	}
 	return "invalid"
 }
@@ -104,7 +117,6 @@ type (
 	Notific     struct{}
 	Engine      struct{}
 	Firmware    struct{}
-	Semaphore   struct{}
 	Pool        struct{}
 	HostSpace   struct{}
 	Pattern     struct{}
@@ -127,7 +139,6 @@ func (DriverRing) Rank() Rank  { return RankDriverRing }
 func (Notific) Rank() Rank     { return RankNotific }
 func (Engine) Rank() Rank      { return RankEngine }
 func (Firmware) Rank() Rank    { return RankFirmware }
-func (Semaphore) Rank() Rank   { return RankSemaphore }
 func (Pool) Rank() Rank        { return RankPool }
 func (HostSpace) Rank() Rank   { return RankHostSpace }
 func (Pattern) Rank() Rank     { return RankPattern }

@@ -16,18 +16,15 @@ import (
 const unknownBuffer = 4096
 
 func (s *state) ioctl(r *trace.Record) (Result, error) {
-	res := Result{Call: strings.TrimPrefix(r.Name, "NEURON_IOCTL_")}
+	call := strings.TrimPrefix(r.Name, "NEURON_IOCTL_")
 	if r.Name == "" {
-		res.Call = fmt.Sprintf("ioctl %#x", r.Cmd)
+		call = fmt.Sprintf("ioctl %#x", r.Cmd)
 	}
-	skip := func(why string) (Result, error) {
-		res.Status, res.NotCompared = Skipped, []string{why}
+	res, fd, ok := s.onFD(r, call)
+	if !ok {
 		return res, nil
 	}
-	fd, ok := s.fds[fdKey{r.TGID, r.FD}]
-	if !ok {
-		return skip("fd was not opened in the trace")
-	}
+	skip := func(why string) (Result, error) { return skipped(call, why), nil }
 	c, st, known := abi.ForCommand(s.tab, r.Cmd)
 	switch {
 	case !known:

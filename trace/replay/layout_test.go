@@ -62,7 +62,7 @@ func readRef(t *testing.T, path string) map[string]refStruct {
 // versionChain lists a version and its ancestors' directories, newest
 // first, as the generator resolves a struct.
 func versionChain(t *testing.T, v string) []string {
-	dir := "../../ioctl/testdata"
+	dir := "../../ioctl/abi"
 	var chain []string
 	for v != "" {
 		p := filepath.Join(dir, "versions", v)

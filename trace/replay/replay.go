@@ -100,7 +100,7 @@ func (s *state) call(r *trace.Record) (Result, error) {
 	case trace.OpIoctl:
 		return s.ioctl(r)
 	}
-	return Result{Call: r.Op, Status: Skipped, NotCompared: []string{"unknown op"}}, nil
+	return skipped(r.Op, "unknown op"), nil
 }
 
 // result compares a call's return value and errno with the recording.
@@ -119,6 +119,25 @@ func errName(e int) string {
 		return "none"
 	}
 	return unix.ErrnoName(unix.Errno(e))
+}
+
+// notOpened is why a call on a descriptor the replay has not opened is
+// not issued.
+const notOpened = "fd was not opened in the trace"
+
+// skipped is the result of a call not issued, saying why.
+func skipped(call, why string) Result {
+	return Result{Call: call, Status: Skipped, NotCompared: []string{why}}
+}
+
+// onFD starts the result of a call on r's descriptor: with the descriptor
+// the replay opened for it, or, when it opened none, skipped.
+func (s *state) onFD(r *trace.Record, call string) (res Result, fd int, ok bool) {
+	fd, ok = s.fds[fdKey{r.TGID, r.FD}]
+	if !ok {
+		return skipped(call, notOpened), 0, false
+	}
+	return Result{Call: call}, fd, true
 }
 
 func finish(res Result) Result {
@@ -149,10 +168,9 @@ func (s *state) open(r *trace.Record) Result {
 }
 
 func (s *state) close(r *trace.Record) Result {
-	res := Result{Call: "close " + r.Path}
-	fd, ok := s.fds[fdKey{r.TGID, r.FD}]
+	res, fd, ok := s.onFD(r, "close "+r.Path)
 	if !ok {
-		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
+		return res
 	}
 	delete(s.fds, fdKey{r.TGID, r.FD})
 	delete(s.cloexec, fdKey{r.TGID, r.FD})
@@ -165,10 +183,9 @@ func (s *state) close(r *trace.Record) Result {
 }
 
 func (s *state) mmap(r *trace.Record) Result {
-	res := Result{Call: "mmap " + r.Path}
-	fd, ok := s.fds[fdKey{r.TGID, r.FD}]
+	res, fd, ok := s.onFD(r, "mmap "+r.Path)
 	if !ok {
-		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"fd was not opened in the trace"}}
+		return res
 	}
 	// The recorded address is this process's to choose again; the offset
 	// is a physical address, translated like the others.
@@ -189,7 +206,7 @@ func (s *state) munmap(r *trace.Record) Result {
 	res := Result{Call: "munmap " + r.Path}
 	addr, ok := s.maps[mapKey{r.TGID, r.Addr}]
 	if !ok {
-		return Result{Call: res.Call, Status: Skipped, NotCompared: []string{"not the start of a replayed mapping"}}
+		return skipped(res.Call, "not the start of a replayed mapping")
 	}
 	delete(s.maps, mapKey{r.TGID, r.Addr})
 	result(&res, r, 0, sysMunmap(addr, r.Len))

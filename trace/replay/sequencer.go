@@ -68,8 +68,8 @@ func (q *sequencer) step(i int, r *trace.Record) (_ Result, row bool, _ error) {
 		case r.Thread:
 			return Result{}, false, nil // a thread starts at its first call
 		case r.Untraced:
-			return Result{Call: fmt.Sprintf("fork %d", r.Child), Status: Skipped,
-				NotCompared: []string{fmt.Sprintf("not recorded: the calls of process %d (trace --children follows it)", r.Child)}}, true, nil
+			return skipped(fmt.Sprintf("fork %d", r.Child),
+				fmt.Sprintf("not recorded: the calls of process %d (trace --children follows it)", r.Child)), true, nil
 		}
 		return Result{}, false, q.fork(r.TGID, r.Child)
 	case trace.OpExec:

@@ -2,7 +2,9 @@
 // merging the facts of the one ABI description (ioctl/) and which macros
 // device/ emulates with hand-written notes (docs/commands/notes/), so the
 // pages cannot drift from the code and the notes are never overwritten.
-// The mapping of commands to pages is families.go.
+// The mapping of commands to pages is families.go. It also renders
+// docs/lock-order.md from internal/lockrank, the other table the docs
+// repeat.
 package main
 
 import (
@@ -17,7 +19,11 @@ import (
 
 func main() {
 	out := flag.String("out", "../docs/commands", "directory of the pages; its notes/ holds the hand-written part")
+	lockOrderOut := flag.String("lockorder", "../docs/lock-order.md", "the lock order page")
 	flag.Parse()
+	if err := os.WriteFile(*lockOrderOut, lockOrder(), 0o644); err != nil {
+		logrus.Fatal(err)
+	}
 	if err := run(*out); err != nil {
 		logrus.Fatal(err)
 	}

@@ -109,6 +109,7 @@ func (a *abi) index(notes []byte) []byte {
 		row(&b, []string{name, fmt.Sprint(len(t.Commands())), list(added), list(gone)})
 	}
 	b.WriteString("\n")
+	a.versionFacts(&b)
 	b.Write(bytes.TrimSpace(notes))
 	b.WriteString("\n")
 	return b.Bytes()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/neuronfs/neuronfs/runtime"
 )
 
 // ClassFile reads an attribute of the neuron_device class under a mount.
@@ -15,6 +17,17 @@ func ClassFile(t testing.TB, root, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// DeviceCounter reads a number from an attribute of device dev (a memory
+// or metrics counter) under a mount, as runtime reads it.
+func DeviceCounter(t testing.TB, root string, dev int, path string) uint64 {
+	t.Helper()
+	v, err := runtime.Host{Root: root}.SysfsCounter(dev, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // WaitFor polls cond until it holds, failing the test after budget (give
