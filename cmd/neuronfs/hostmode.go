@@ -49,6 +49,9 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 	if len(args) != 0 {
 		return usageLine("mount", "--host takes no MOUNTPOINT")
 	}
+	if status, ok := requireRoot("mount --host"); !ok {
+		return status
+	}
 	if err := h.check(); err != nil {
 		return usageFail("mount", err)
 	}

@@ -25,6 +25,9 @@ func cmdMount(args []string) int {
 		return usageLine("mount", "want one MOUNTPOINT: neuronfs mount [flags] MOUNTPOINT")
 	}
 	mnt := fl.Arg(0)
+	if status, ok := requireRoot("mount"); !ok {
+		return status
+	}
 	if err := h.check(); err != nil {
 		return usageFail("mount", err)
 	}

@@ -23,6 +23,16 @@ var (
 // fuseDevice is the character device of the FUSE driver (10:229).
 const fuseDevice = "/dev/fuse"
 
+// requireRoot answers a caller without root before the flags are checked:
+// what they name (a backing directory, say) may not even be visible to
+// it, and that is not the mistake to report.
+func requireRoot(cmd string) (status int, ok bool) {
+	if os.Geteuid() == 0 {
+		return 0, true
+	}
+	return failLine(cmd, errNotRoot), false
+}
+
 // preflight checks that a mount can be attempted at all.
 func preflight() error {
 	if os.Geteuid() != 0 {

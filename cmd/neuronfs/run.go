@@ -48,6 +48,9 @@ func cmdRun(args []string) int {
 	}
 	// The namespace child builds the host; its mistakes are the user's,
 	// answered here before anything starts.
+	if status, ok := requireRoot("run"); !ok {
+		return status
+	}
 	if err := h.check(); err != nil {
 		return usageFail("run", err)
 	}
