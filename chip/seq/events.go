@@ -95,6 +95,25 @@ var updates = [16]*updateInfo{
 	UpdateSemWrite: {sem: true, op: SemSet, imm: true},
 }
 
+// modeOK says, per byte value, whether it is a wait mode and whether it
+// is an update mode this package honours (none included).
+var modeOK = func() (t [256]uint8) {
+	for v := range t {
+		if v == 0 || WaitMode(v).info() != nil {
+			t[v] |= waitOK
+		}
+		if v == 0 || UpdateMode(v).info() != nil {
+			t[v] |= updateOK
+		}
+	}
+	return t
+}()
+
+const (
+	waitOK   = 1
+	updateOK = 2
+)
+
 func (m WaitMode) info() *waitInfo {
 	if m == WaitNone || int(m) >= len(waits) {
 		return nil

@@ -80,6 +80,24 @@ func Decode(b []byte) (*Record, error) {
 
 // Validate applies Decode's checks to r.
 func (r *Record) Validate() error {
+	if r.valid() {
+		return nil
+	}
+	return r.invalid()
+}
+
+// valid is Validate's answer for the common case, from tables alone.
+func (r *Record) valid() bool {
+	ok := opTable[r[offOpcode]].class >= ClassControl && r[offWordLen] == WordLen &&
+		modeOK[r[offEvents]]&waitOK != 0 && modeOK[r[offEvents+2]]&updateOK != 0
+	if Opcode(r[offOpcode]) == OpCtrlES {
+		ok = ok && modeOK[r[offESEvents]]&waitOK != 0 && modeOK[r[offESEvents+2]]&updateOK != 0
+	}
+	return ok
+}
+
+// invalid says why r is not valid.
+func (r *Record) invalid() error {
 	switch r.Opcode().Class() {
 	case ClassUnknown:
 		return ErrUnknownOpcode
@@ -93,9 +111,11 @@ func (r *Record) Validate() error {
 		return err
 	}
 	if r.Opcode() == OpCtrlES {
-		return r.ESEvents().validate()
+		if err := r.ESEvents().validate(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return fmt.Errorf("%w: % x", ErrUnknownOpcode, r[:offPayload]) // not reached: valid() checks no more than the above
 }
 
 // NewRecord returns a record of op with inst_word_len set.
