@@ -40,9 +40,9 @@ type Memory interface {
 // checks its predicate again, and only then blocks on the channel, so a
 // change made between the check and the block is never missed. Every
 // change of a semaphore or event made after Changed returned must close
-// (or send on) the channel it returned; a caller may implement it with a
-// condition-free channel swap (see Words) or a closed-on-change channel
-// held under its own lock, released before returning.
+// the channel it returned. A Waker does exactly that; a core may instead
+// keep a closed-on-change channel under a lock of its own, as long as
+// the lock is released before Changed returns.
 type Sync interface {
 	Semaphore(idx uint8) uint32
 	UpdateSemaphore(idx uint8, op SemOp, v uint32)

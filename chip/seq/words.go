@@ -2,14 +2,12 @@ package seq
 
 import "sync/atomic"
 
-// Words is a core's 256 semaphores and 256 events in memory, a Sync
-// without locks: the values are atomic words, and a waiter's channel is
-// installed on demand and closed by the first change after it, so a
-// change costs one atomic load when nobody waits.
+// Words is a core's 256 semaphores and 256 events in memory: a Sync
+// without locks, its values atomic words and its waits a Waker.
 type Words struct {
 	sems [256]atomic.Uint32
 	evts [256]atomic.Bool
-	wake atomic.Pointer[chan struct{}]
+	wake Waker
 }
 
 var _ Sync = (*Words)(nil)
@@ -47,29 +45,10 @@ func (w *Words) CompareAndSetEvent(idx uint8, old, new bool) bool {
 	return true
 }
 
-// Changed implements Sync: the channel installed is closed by the first
-// change whose store comes after it; a change that came before is seen
-// by the caller's re-check.
-func (w *Words) Changed() <-chan struct{} {
-	for {
-		if p := w.wake.Load(); p != nil {
-			return *p
-		}
-		c := make(chan struct{})
-		if w.wake.CompareAndSwap(nil, &c) {
-			return c
-		}
-	}
-}
+// Changed implements Sync.
+func (w *Words) Changed() <-chan struct{} { return w.wake.Changed() }
 
-func (w *Words) changed() {
-	if w.wake.Load() == nil {
-		return
-	}
-	if p := w.wake.Swap(nil); p != nil {
-		close(*p)
-	}
-}
+func (w *Words) changed() { w.wake.Wake() }
 
 // Reset zeroes every semaphore and event, as NC_RESET does.
 func (w *Words) Reset() {
