@@ -3,7 +3,10 @@ package seq
 import "fmt"
 
 // Image is a program held in a byte slice at device address Base; it is
-// the Memory tests and fixtures use, and the fast path of a sequencer.
+// the Memory tests and fixtures use, and the fast path of a sequencer,
+// which reads records in place: Data must not change while a program
+// runs (device memory a client may write goes through a Memory that
+// copies).
 type Image struct {
 	Base uint64
 	Data []byte

@@ -17,7 +17,7 @@ const DefaultYieldEvery = 4096
 // Config is what a core hands one engine's sequencer.
 type Config struct {
 	Engine     Engine
-	Sync       Sync               // the core's semaphores and events
+	Sync       Sync               // the core's semaphores and events (nil: private ones)
 	CSR        CSR                // nil: CSR writes are dropped
 	Notify     func(Notification) // nil: notifications are dropped
 	YieldEvery int                // 0: DefaultYieldEvery
@@ -45,7 +45,8 @@ type Result struct {
 }
 
 // Sequencer is one engine of one core. Run interprets a program in the
-// calling goroutine; Status and Counts may be read from any goroutine.
+// calling goroutine, one run at a time; Status and Counts may be read
+// from any goroutine.
 type Sequencer struct {
 	cfg    Config
 	regs   [256]uint32 // the register file; only the running goroutine touches it
@@ -57,6 +58,9 @@ type Sequencer struct {
 func New(cfg Config) *Sequencer {
 	if cfg.YieldEvery <= 0 {
 		cfg.YieldEvery = DefaultYieldEvery
+	}
+	if cfg.Sync == nil {
+		cfg.Sync = new(Words)
 	}
 	s := &Sequencer{cfg: cfg}
 	s.status.Store(&Status{Engine: cfg.Engine})
