@@ -1,0 +1,18 @@
+// Package seq interprets the TPB instruction streams: one Sequencer per
+// engine (PE, ACT, POOL, DVE, SP) per core walks that engine's image of
+// 64-byte records, honours each record's wait predicate and update on the
+// core's semaphores and events, follows branches, performs CSR writes and
+// emits notifications. It follows the control and synchronisation part of
+// a program only: records whose arithmetic no source documents (MATMUL,
+// ACTIVATE, most POOL/DVE ops) keep their events tuple, so ordering stays
+// exact, and are counted instead of computed.
+//
+// The package knows nothing of the chip around it. A core hands each
+// sequencer its image (Memory), its semaphores and events (Sync), its CSR
+// space (CSR) and a notification sink; docs/isa.md lists every layout fact
+// used here with its source and whether it is documented or guessed.
+//
+// A sequencer holds no lock: its state belongs to the goroutine running
+// it, what others read (status, counters) is published atomically, and it
+// waits on a channel the Sync hands out, so a wait never holds anything.
+package seq

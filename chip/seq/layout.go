@@ -1,0 +1,108 @@
+package seq
+
+// RecordSize is the width of every record; streams are walked at this
+// stride whatever inst_word_len says.
+const RecordSize = 64
+
+// WordLen is the only valid inst_word_len: the record's length in 4-byte
+// words.
+const WordLen = RecordSize / 4
+
+// Byte offsets within a record. Layout lists each with its source.
+const (
+	offOpcode    = 0x00
+	offWordLen   = 0x01
+	offDebugCmd  = 0x02
+	offDebugHint = 0x03
+	offEvents    = 0x04 // wait_mode, wait_idx, update_mode, update_idx, value u32
+	offPayload   = 0x0C // the first opcode-specific byte
+
+	// CTRL_ES: the extended events block, with separate wait and update
+	// values.
+	offESEvents = 0x20
+
+	// CTRL_AL.
+	offALOp      = 0x0C
+	offALDtype   = 0x0D
+	offALSrc1Src = 0x0E // 0 register, 1 immediate
+	offALDstType = 0x0F
+	offALSrc0Lo  = 0x10
+	offALSrc0Hi  = 0x11
+	offALSrc1Lo  = 0x12
+	offALSrc1Hi  = 0x13
+	offALDstLo   = 0x14
+	offALDstHi   = 0x15
+	offALImm     = 0x18 // 8 bytes
+
+	// CTRL_BR.
+	offBRCmp      = 0x0C
+	offBRDtype    = 0x0D
+	offBRMode     = 0x0E
+	offBRImm      = 0x10 // compare immediate, 4 bytes
+	offBRReg0     = 0x20
+	offBRReg1     = 0x21
+	offBRTargetLo = 0x22
+	offBRTargetHi = 0x23
+	offBRRel      = 0x30 // byte distance from this record, low 32 bits signed
+
+	// CTRL_WR.
+	offWRSize  = 0x0C
+	offWRAddr  = 0x10 // 8 bytes
+	offWRValue = 0x18 // 4 bytes
+
+	// NOTIFY.
+	offNotifyHintExt = 0x0C // 2 bytes
+)
+
+// Field is one layout fact: where a field sits and how sure we are.
+type Field struct {
+	Record     string // the record kind, or "all"
+	Name       string
+	Off, Size  int
+	Source     string // wiki page id
+	Documented bool   // false: inferred or guessed (docs/isa.md says why)
+}
+
+// Layout is every field this package reads, the table docs/isa.md
+// renders; a test keeps the two in step.
+var Layout = []Field{
+	{"all", "opcode", offOpcode, 1, "59660760063", true},
+	{"all", "inst_word_len", offWordLen, 1, "59660760063", true},
+	{"all", "debug_cmd", offDebugCmd, 1, "59660760063", true},
+	{"all", "debug_hint", offDebugHint, 1, "59660760063", true},
+	{"all", "wait_mode", offEvents + 0, 1, "59660760063", true},
+	{"all", "wait_idx", offEvents + 1, 1, "59660760063", true},
+	{"all", "update_mode", offEvents + 2, 1, "59660760063", true},
+	{"all", "update_idx", offEvents + 3, 1, "59660760063", true},
+	{"all", "semaphore_value", offEvents + 4, 4, "59660760063", true},
+	{"CTRL_ES", "ext wait_mode", offESEvents + 0, 1, "60136147227", true},
+	{"CTRL_ES", "ext wait_idx", offESEvents + 1, 1, "60136147227", true},
+	{"CTRL_ES", "ext update_mode", offESEvents + 2, 1, "60136147227", true},
+	{"CTRL_ES", "ext update_idx", offESEvents + 3, 1, "60136147227", true},
+	{"CTRL_ES", "sem_wait_value", offESEvents + 4, 4, "60136147227", true},
+	{"CTRL_ES", "sem_update_value", offESEvents + 8, 4, "60136147227", true},
+	{"CTRL_AL", "op", offALOp, 1, "60136147227", true},
+	{"CTRL_AL", "dtype", offALDtype, 1, "60136147227", true},
+	{"CTRL_AL", "src1_datasrc", offALSrc1Src, 1, "60136147227", true},
+	{"CTRL_AL", "dst_dtype", offALDstType, 1, "59660760063", true},
+	{"CTRL_AL", "src0_lo", offALSrc0Lo, 1, "60136147227", true},
+	{"CTRL_AL", "src0_hi", offALSrc0Hi, 1, "59660760063", true},
+	{"CTRL_AL", "src1_lo", offALSrc1Lo, 1, "59660760063", true},
+	{"CTRL_AL", "src1_hi", offALSrc1Hi, 1, "59660760063", true},
+	{"CTRL_AL", "dst_lo", offALDstLo, 1, "60136147227", true},
+	{"CTRL_AL", "dst_hi", offALDstHi, 1, "59660760063", true},
+	{"CTRL_AL", "immediate", offALImm, 8, "60136147227", true},
+	{"CTRL_BR", "cmp_op", offBRCmp, 1, "60136147227", true},
+	{"CTRL_BR", "dtype", offBRDtype, 1, "60136147227", true},
+	{"CTRL_BR", "target_mode", offBRMode, 1, "60136147227", true},
+	{"CTRL_BR", "cmp_immediate", offBRImm, 4, "60136147227", true},
+	{"CTRL_BR", "cmp_reg0", offBRReg0, 1, "60136147227", true},
+	{"CTRL_BR", "cmp_reg1", offBRReg1, 1, "60136147227", false},
+	{"CTRL_BR", "target_reg_lo", offBRTargetLo, 1, "60136147227", true},
+	{"CTRL_BR", "target_reg_hi", offBRTargetHi, 1, "60136147227", true},
+	{"CTRL_BR", "br_immediate", offBRRel, 8, "60136147227", true},
+	{"CTRL_WR", "wr_size", offWRSize, 1, "59703506210", true},
+	{"CTRL_WR", "csr address", offWRAddr, 8, "59703506210", false},
+	{"CTRL_WR", "value", offWRValue, 4, "59703506210", false},
+	{"NOTIFY", "debug_hint_extended", offNotifyHintExt, 2, "59803111141", false},
+}

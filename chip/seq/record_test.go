@@ -1,0 +1,106 @@
+package seq
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecode(t *testing.T) {
+	r := NewRecord(OpCtrlES)
+	r.SetEvents(Events{WaitMode: WaitSemGT, WaitIdx: 3, UpdateMode: UpdateSemAdd + UpdateCompleted, UpdateIdx: 4, WaitValue: 7})
+	r.SetESEvents(Events{UpdateMode: UpdateSemWrite, UpdateIdx: 9, WaitValue: 1, UpdateValue: 2})
+	got, err := Decode(r[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The wiki's packing of the standard tuple:
+	// value<<32 | update_idx<<24 | update_mode<<16 | wait_idx<<8 | wait_mode.
+	if v := got.u64(offEvents); v != 7<<32|4<<24|21<<16|3<<8|4 {
+		t.Fatalf("tuple %#x", v)
+	}
+	if e := got.ESEvents(); e.UpdateValue != 2 || e.WaitValue != 1 || e.UpdateIdx != 9 {
+		t.Fatalf("%+v", e)
+	}
+	// The runtime's opcode word: 0x10a9 is CTRL_BR with 16 words.
+	if b := NewBranch(BranchEQ, 1, 5, -64); b[0] != 0xa9 || b[1] != 0x10 || b.Branch().Rel != -64 || b.u32(offBRRel+4) != 0 {
+		t.Fatalf("% x", b[:])
+	}
+	if _, err := Decode(r[:63]); !errors.Is(err, ErrShort) {
+		t.Fatal(err)
+	}
+}
+
+// docs/isa.md lists every field the code reads.
+func TestLayoutDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/isa.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Layout {
+		row := "| " + f.Record + " | `" + f.Name + "` | "
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/isa.md has no row starting %q", row)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(NewRecord(OpNop)[:])
+	f.Add(NewBranch(BranchGT, 1, 2, 64)[:])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Decode(b)
+		if len(b) >= RecordSize && (err == nil) != r.valid() {
+			t.Fatalf("Decode says %v, the table check %v", err, r.valid())
+		}
+		if err != nil {
+			return
+		}
+		if r.WordLen() != WordLen || r.Opcode().Class() < ClassControl {
+			t.Fatalf("accepted % x", b[:RecordSize])
+		}
+	})
+}
+
+// FuzzRun runs random images on two engines of one core: whatever the
+// bytes, each run ends (halt, fault, or the deadline's stop) without a
+// panic, and a fault is reported as one.
+func FuzzRun(f *testing.F) {
+	f.Add(Assemble(0, nop(), halt()).Data, Assemble(0, NewWait(WaitSemGE, 0, 1), halt()).Data)
+	f.Add(staged(PE, 0).Data, staged(SP, 0).Data)
+	f.Add(Assemble(0, NewBranch(BranchAlways, 0, 0, 0)).Data, []byte{0xa0})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var w Words
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		out := make(chan Result, 2)
+		var seqs [2]*Sequencer
+		for e, data := range [][]byte{a, b} {
+			s := New(Config{Engine: Engine(e), Sync: &w, CSR: &csrLog{}, Notify: func(Notification) {}, YieldEvery: 256})
+			seqs[e] = s
+			img := &Image{Base: 0x1000, Data: data}
+			go func() { out <- s.Run(ctx, ImageProgram(img)) }()
+		}
+		// Only these two engines change the semaphores: once neither runs,
+		// nothing will, so end the waits rather than sit out the deadline.
+		go func() {
+			for ctx.Err() == nil {
+				time.Sleep(100 * time.Microsecond)
+				if st0, st1 := seqs[0].Status().State, seqs[1].Status().State; st0 != Running && st1 != Running && st0 != Idle && st1 != Idle {
+					cancel()
+				}
+			}
+		}()
+		for range 2 {
+			r := <-out
+			if (r.State == Faulted) != (r.Fault != nil) || (r.State != Faulted && r.State != Halted && r.State != Stopped) {
+				t.Fatalf("%+v", r)
+			}
+		}
+	})
+}
+
+func nop() *Record { return NewRecord(OpNop) }
