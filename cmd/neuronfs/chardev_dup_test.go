@@ -25,10 +25,7 @@ func init() {
 	// node, mmaps are checked); dup2 onto a low number and SCM_RIGHTS give
 	// a copy the filter does not recognise, whose ioctls are the same.
 	clients["dupfds"] = func() int {
-		fail := func(format string, args ...any) int {
-			fmt.Fprintf(os.Stderr, format+"\n", args...)
-			return 1
-		}
+		fail := clientFail
 		var node unix.Stat_t
 		if err := unix.Stat("/dev/neuron0", &node); err != nil {
 			return fail("%v", err)

@@ -43,10 +43,7 @@ func neuronMajor() (uint32, error) {
 
 // chardevClient checks, inside run, what device-counting programs check.
 func chardevClient() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, format+"\n", args...)
-		return 1
-	}
+	fail := clientFail
 	inst, err := dhal.LookupInstance(os.Getenv("NEURONFS_INSTANCE"))
 	if err != nil {
 		return fail("%v", err)

@@ -35,6 +35,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// clientFail is how a client program reports what it found wrong: one
+// line on stderr, exit status 1.
+func clientFail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	return 1
+}
+
 var clients = map[string]func() int{
 	// check verifies every device and sysfs file at the real paths.
 	"check": func() int {

@@ -149,10 +149,7 @@ func (f pciFunction) check() error {
 // does (every /sys/bus/pci/devices entry's vendor and class) and checks
 // each against what the driver says of the same device.
 func pciClient() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, format+"\n", args...)
-		return 1
-	}
+	fail := clientFail
 	inst, err := dhal.LookupInstance(os.Getenv("NEURONFS_INSTANCE"))
 	if err != nil {
 		return fail("%v", err)

@@ -31,10 +31,7 @@ func lspciSpeed(l dhal.PCIeLink) string {
 // pairs) and checks that they see each device as a PCI Express endpoint
 // with its link, MSI-X disabled, and the EC2 DMI set NFD reads.
 func toolsClient() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, format+"\n", args...)
-		return 1
-	}
+	fail := clientFail
 	inst, err := dhal.LookupInstance(os.Getenv("NEURONFS_INSTANCE"))
 	if err != nil {
 		return fail("%v", err)
