@@ -179,9 +179,10 @@ const (
 // inline; opens (the driver's open waits out a reset), flushes (a last
 // flush waits for the reset it asked for), writes to control files, and the
 // commands that wait (the ABI table's Blocking ones, and any whose driver
-// budget is longer than the default: doorbells that run DMA, pod commands)
-// go to a worker. Buffer copies and memsets run inline: they never wait for
-// another caller, and their time is that of the copy itself.
+// budget is longer than the default: pod commands) go to a worker. Buffer
+// copies and memsets run inline: they never wait for another caller, and
+// their time is that of the copy itself. So do exec doorbells: a doorbell
+// does not wait for the run it starts (device/exec.go).
 func (f *FS) offload(opcode uint32, opIn []byte) bool {
 	switch opcode {
 	case fuseLookup, fuseForget, fuseGetattr, fuseReadlink, fuseRead, fuseStatfs, fuseRelease, fuseGetxattr,
