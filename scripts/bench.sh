@@ -5,6 +5,8 @@
 # Needs root and /dev/fuse. COUNT (default 8) sets the repetitions. The
 # benchmarks not labelled with a transport run on the default (auto: io_uring
 # where the kernel offers it); NEURONFS_FUSE_TRANSPORT=classic picks the other.
+# The table ends with every path measured on both transports, io_uring /
+# classic, marking where the default is worse (scripts/transport-ratios.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-8}
@@ -61,7 +63,8 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -filter '.name:NotificationFloor' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:RunWorkload' "$raw"; echo
 	"$benchstat" -filter '.name:ChardevOpenStorm' "$raw"; echo
-	"$benchstat" -filter '.name:MountReady' "$raw")
+	"$benchstat" -filter '.name:MountReady' "$raw"; echo
+	scripts/transport-ratios.sh "$raw")
 echo "$table"
 if [ "${1:-}" = "--save" ]; then
 	mkdir -p bench
