@@ -460,11 +460,15 @@ func (q *queue) loop(log *logrus.Entry) {
 	for {
 		batch := q.batch
 		q.batch = q.batch[:0:0]
+		started := false
 		for _, c := range batch {
-			q.complete(c, log)
+			started = q.complete(c, log) || started
 		}
 		if q.live == 0 {
 			return
+		}
+		if started {
+			q.yieldToWorkers(log)
 		}
 		lockrank.AssertUnlocked("fuseuring: queue wait")
 		if err := q.r.enter(true); err != nil {
@@ -477,7 +481,24 @@ func (q *queue) loop(log *logrus.Entry) {
 	}
 }
 
-func (q *queue) complete(c cqe, log *logrus.Entry) {
+// yieldToWorkers lets the workers just started run now. A goroutine
+// started here waits on this thread's P, and a blocking io_uring_enter
+// keeps the P: nothing else runs the worker until the runtime takes the P
+// back (sysmon, tens of µs later), which was most of an offloaded request's
+// time when the other Ps were busy or in syscalls too. So the replies
+// ready are submitted first, then the P is given away (a locked thread
+// hands it to another thread at once); this thread gets one back once the
+// worker blocks or ends, before it sleeps in the ring.
+func (q *queue) yieldToWorkers(log *logrus.Entry) {
+	if err := q.r.enter(false); err != nil {
+		log.WithError(err).Debug("fuseuring: submitting before a yield")
+	}
+	runtime.Gosched()
+}
+
+// complete handles one completion, and reports whether it started a
+// worker.
+func (q *queue) complete(c cqe, log *logrus.Entry) bool {
 	if c.userData == efdTag {
 		q.doneMu.Lock()
 		done := q.done
@@ -492,10 +513,10 @@ func (q *queue) complete(c cqe, log *logrus.Entry) {
 		if q.live > 0 {
 			q.armEventfd()
 		}
-		return
+		return false
 	}
 	if c.userData >= uint64(len(q.ents)) {
-		return
+		return false
 	}
 	e := q.ents[c.userData]
 	if c.res < 0 {
@@ -506,17 +527,18 @@ func (q *queue) complete(c cqe, log *logrus.Entry) {
 		if c.res != -int32(unix.ENOTCONN) && c.res != -int32(unix.ECONNABORTED) {
 			log.WithField("errno", syscall.Errno(-c.res)).WithField("entry", e.idx).Debug("fuseuring: entry ended")
 		}
-		return
+		return false
 	}
 	q.served.Add(1)
 	opcode := le32(e.hdr[hdrInOut+4:])
 	if q.t.cfg.Offload != nil && q.t.cfg.Offload(opcode, e.opIn()) {
 		q.workers.Add(1)
 		go q.work(e)
-		return
+		return true
 	}
 	q.serve(e)
 	q.commit(e)
+	return false
 }
 
 // work serves e off the queue thread and hands it back for the commit.
