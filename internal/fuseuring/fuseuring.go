@@ -336,6 +336,7 @@ type queue struct {
 
 	doneMu  lockrank.Mutex[lockrank.Transport]
 	done    []*entry // answered by workers, to commit
+	asleep  bool     // the thread sleeps in the ring: a reply must wake it
 	workers sync.WaitGroup
 	batch   []cqe
 	served  atomic.Uint64 // requests taken from the ring (tests, diagnostics)
@@ -470,8 +471,13 @@ func (q *queue) loop(log *logrus.Entry) {
 		if started {
 			q.yieldToWorkers(log)
 		}
+		q.commitDone()
 		lockrank.AssertUnlocked("fuseuring: queue wait")
-		if err := q.r.enter(true); err != nil {
+		err := q.r.enter(true)
+		q.doneMu.Lock()
+		q.asleep = false
+		q.doneMu.Unlock()
+		if err != nil {
 			// Not expected; without the ring nothing more can be served
 			// here, and the connection's end is the only way out.
 			log.WithError(err).Error("fuseuring: queue stopped")
@@ -541,13 +547,38 @@ func (q *queue) complete(c cqe, log *logrus.Entry) bool {
 	return false
 }
 
+// commitDone commits the replies workers left, until there are none, and
+// then marks the thread asleep: from then on a worker's reply must wake it
+// through the eventfd. While the thread is awake, replies need no wake-up
+// (a worker often finishes while the thread yields its P to it).
+func (q *queue) commitDone() {
+	for {
+		q.doneMu.Lock()
+		done := q.done
+		q.done = nil
+		q.asleep = len(done) == 0
+		q.doneMu.Unlock()
+		if len(done) == 0 {
+			return
+		}
+		for _, e := range done {
+			q.commit(e)
+		}
+	}
+}
+
 // work serves e off the queue thread and hands it back for the commit.
 func (q *queue) work(e *entry) {
 	defer q.workers.Done()
 	q.serve(e)
 	q.doneMu.Lock()
 	q.done = append(q.done, e)
+	wake := q.asleep
+	q.asleep = false // one write wakes it for all
 	q.doneMu.Unlock()
+	if !wake {
+		return
+	}
 	var one [8]byte
 	one[0] = 1
 	if _, err := unix.Write(q.efd, one[:]); err != nil {
