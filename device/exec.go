@@ -61,13 +61,15 @@ func (d *Device) runInference(nc int) func() {
 		if lat := d.sys.execLatency; lat > 0 {
 			time.Sleep(lat)
 		}
-		notific.EmitInfer(dhal.RecordEnd)
+		// Counted before END shows: the ringer may have returned long ago,
+		// and whoever sees END must find the run counted.
 		d.metrics.Add(nc, "other_info/inference_count", 1)
 		// The core was busy for the run: utilisation tools read this, and
 		// the firmware's power model counts it.
 		busy := time.Since(started)
 		d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
 		d.power.addBusy(busy / time.Duration(d.sys.Arch.CoresPerDevice)) // one core of many
+		notific.EmitInfer(dhal.RecordEnd)
 	}
 	if len(busy) > 0 || d.sys.execLatency > 0 {
 		return finish
