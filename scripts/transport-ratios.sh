@@ -14,7 +14,7 @@ benchstat=${BENCHSTAT:-$(go env GOPATH)/bin/benchstat}
 # transport, and benchstat's filter for them.
 paths=(
 	'/impl@(classic uring)|.name:Transports'
-	'/transport@(classic uring)|.name:(Doorbell OR ExecDoorbell OR ExecConcurrent)'
+	'/transport@(classic uring)|.name:(Doorbell OR ExecDoorbell OR ExecConcurrent OR OpenClose)'
 )
 for p in "${paths[@]}"; do
 	"$benchstat" -format csv -col "${p%%|*}" -filter "${p#*|}" "$raw" 2>/dev/null
