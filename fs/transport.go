@@ -117,6 +117,9 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 	if testFailURingQueue >= 0 {
 		cfg.SetFailQueue(testFailURingQueue)
 	}
+	// Set before the rings start: they serve neuronfs/transport as soon as
+	// Attach returns. A fallback sets classic before its loop starts.
+	f.transport = TransportURing
 	t, err := fuseuring.Attach(server, raw, mopts, cfg)
 	if err != nil {
 		// No ring is ready, so the kernel still queues every request on
@@ -129,7 +132,6 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 		f.uringLeft = t // nil when no queue was started
 		return s, nil
 	}
-	f.transport = TransportURing
 	f.ring = t
 	f.waitServed = t.Wait
 	go t.ServeDev()
