@@ -4,10 +4,12 @@ import "github.com/neuronfs/neuronfs/internal/lockrank"
 
 // Doorbell is one core's queue of exec doorbells (increments of its
 // inference-start semaphore). Whoever rings an idle core becomes its
-// runner and serves its own doorbell in the ringing goroutine, holding no
-// lock, so the chip's waits for staged DMA hold nothing; doorbells rung
-// meanwhile queue and are served next, by a goroutine, so one caller never
-// works for every later one.
+// runner and does the part of its own doorbell that does not wait in the
+// ringing goroutine, holding no lock; the part that waits (staged DMA
+// still moving, an execution latency) goes on in a goroutine, so a ringer
+// never waits for the program it starts, as on the hardware. Doorbells
+// rung meanwhile queue and are served next, by a goroutine, so one caller
+// never works for every later one.
 type Doorbell struct {
 	mu      lockrank.Mutex[lockrank.Exec]
 	pending []uint32 // doorbell values not yet served
@@ -16,10 +18,13 @@ type Doorbell struct {
 }
 
 // Serve is what a core does for one doorbell value: run (1) or halt (2).
-type Serve func(v uint32)
+// It does what needs no wait and returns the rest, which waits, or nil
+// when the doorbell is done.
+type Serve func(v uint32) (rest func())
 
-// Ring queues v and, if the core is idle, serves it before returning
-// (inline) or in a goroutine (async, for runs that take time).
+// Ring queues v and, if the core is idle, serves it: the part that does
+// not wait before returning (inline), or all of it in a goroutine (async:
+// a caller that must not run the core's program at all).
 func (b *Doorbell) Ring(v uint32, serve Serve, async bool) {
 	b.mu.Lock()
 	b.pending = append(b.pending, v)
@@ -30,15 +35,17 @@ func (b *Doorbell) Ring(v uint32, serve Serve, async bool) {
 	b.running = true
 	b.mu.Unlock()
 	if async {
-		go b.drain(serve, 0)
+		go b.drain(serve, false)
 		return
 	}
-	b.drain(serve, 1)
+	b.drain(serve, true)
 }
 
-// drain serves queued doorbells as the core's runner: at most max of them
-// (0: all) before handing the rest to a goroutine.
-func (b *Doorbell) drain(serve Serve, max int) {
+// drain serves queued doorbells as the core's runner. Inline, it serves
+// one doorbell's part that does not wait, then hands whatever remains (the
+// wait, later doorbells) to a goroutine that stays the runner, so runs
+// keep their order.
+func (b *Doorbell) drain(serve Serve, inline bool) {
 	for served := 0; ; served++ {
 		b.mu.Lock()
 		if len(b.pending) == 0 {
@@ -46,9 +53,9 @@ func (b *Doorbell) drain(serve Serve, max int) {
 			b.mu.Unlock()
 			return
 		}
-		if max > 0 && served == max {
+		if inline && served == 1 {
 			b.mu.Unlock()
-			go b.drain(serve, 0)
+			go b.drain(serve, false)
 			return
 		}
 		v := b.pending[0]
@@ -62,7 +69,18 @@ func (b *Doorbell) drain(serve Serve, max int) {
 			continue // a halted core ignores doorbells until it is reset
 		}
 		lockrank.AssertUnlocked("exec doorbell")
-		serve(v)
+		rest := serve(v)
+		if rest == nil {
+			continue
+		}
+		if inline {
+			go func() {
+				rest()
+				b.drain(serve, false)
+			}()
+			return
+		}
+		rest()
 	}
 }
 

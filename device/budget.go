@@ -103,10 +103,6 @@ func (s *System) driverBudget(cmd uint32) time.Duration {
 		"NEURON_IOCTL_MEM_COPY_ASYNC", "NEURON_IOCTL_MEM_COPY_ASYNC64",
 		"NEURON_IOCTL_MEM_COPY_ASYNC_WAIT":
 		return copyBudget
-	case "NEURON_IOCTL_SEMAPHORE_INCREMENT", "NEURON_IOCTL_SEMAPHORE_WRITE":
-		// An increment may ring a core's exec doorbell, which runs the
-		// staged DMA queues before it returns.
-		return execQueueWait
 	case "NEURON_IOCTL_POD_INFO", "NEURON_IOCTL_POD_STATUS", "NEURON_IOCTL_POD_STATUS_V2",
 		"NEURON_IOCTL_POD_CTRL", "NEURON_IOCTL_POD_CTRL_V2":
 		return podBudget

@@ -21,7 +21,7 @@ import (
 // runtime queued a halt request stops the idle program: each engine
 // reports INIT then HALT and the core ignores doorbells until it is reset.
 
-// execQueueWait bounds how long a doorbell waits for staged DMA.
+// execQueueWait bounds how long a run waits for staged DMA.
 const execQueueWait = 10 * time.Second
 
 // onSemIncrement runs after a semaphore of core nc went up by v: an
@@ -36,46 +36,68 @@ func (d *Device) onSemIncrement(nc int, idx uint32, v uint32, async bool) {
 	if (v != chip.DoorbellRun && v != chip.DoorbellHalt) || nc >= len(d.mmio.coreNQ) {
 		return
 	}
-	// A run that takes time must not hold the doorbell ioctl: the chip
-	// works while the host goes on, as on the hardware.
-	d.exec[nc].Ring(v, func(v uint32) {
+	// The ringer never waits for the run: the chip works while the host
+	// goes on, as on the hardware. What is done at once (arming the
+	// queues, a small copy, the records of a run that found no wait)
+	// costs the ringer no hand-off.
+	d.exec[nc].Ring(v, func(v uint32) func() {
 		if v == chip.DoorbellRun {
-			d.runInference(nc)
-		} else {
-			d.runHalt(nc)
+			return d.runInference(nc)
 		}
-	}, async || d.sys.execLatency > 0)
+		return d.runHalt(nc)
+	}, async)
 }
 
-// runInference serves one doorbell of core nc.
-func (d *Device) runInference(nc int) {
+// runInference serves one doorbell of core nc: it arms the exec queues
+// and returns the rest of the run when that has to wait (DMA still
+// moving, an execution latency), or finishes the run and returns nil.
+func (d *Device) runInference(nc int) func() {
 	started := time.Now()
-	d.runExecQueues(nc)
-	notific := d.mmio.coreNQ[nc]
-	notific.EmitInfer(dhal.RecordStart)
-	if lat := d.sys.execLatency; lat > 0 {
-		time.Sleep(lat)
+	busy := d.armExecQueues(nc)
+	finish := func() {
+		d.waitExecQueues(nc, busy)
+		notific := d.mmio.coreNQ[nc]
+		notific.EmitInfer(dhal.RecordStart)
+		if lat := d.sys.execLatency; lat > 0 {
+			time.Sleep(lat)
+		}
+		// Counted before END shows: the ringer may have returned long ago,
+		// and whoever sees END must find the run counted.
+		d.metrics.Add(nc, "other_info/inference_count", 1)
+		// The core was busy for the run: utilisation tools read this, and
+		// the firmware's power model counts it.
+		busy := time.Since(started)
+		d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
+		d.power.addBusy(busy / time.Duration(d.sys.Arch.CoresPerDevice)) // one core of many
+		notific.EmitInfer(dhal.RecordEnd)
 	}
-	notific.EmitInfer(dhal.RecordEnd)
-	d.metrics.Add(nc, "other_info/inference_count", 1)
-	// The core was busy for the run: utilisation tools read this, and
-	// the firmware's power model counts it.
-	busy := time.Since(started)
-	d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
-	d.power.addBusy(busy / time.Duration(d.sys.Arch.CoresPerDevice)) // one core of many
+	if len(busy) > 0 || d.sys.execLatency > 0 {
+		return finish
+	}
+	finish()
+	return nil
 }
 
-// runHalt stops core nc's idle program.
-func (d *Device) runHalt(nc int) {
-	d.runExecQueues(nc) // the halt request itself is staged there
-	d.mmio.coreNQ[nc].EmitInfer(dhal.RecordInit)
-	d.mmio.coreNQ[nc].EmitInfer(dhal.RecordHalt)
+// runHalt stops core nc's idle program, as runInference runs one.
+func (d *Device) runHalt(nc int) func() {
+	busy := d.armExecQueues(nc) // the halt request itself is staged there
+	finish := func() {
+		d.waitExecQueues(nc, busy)
+		d.mmio.coreNQ[nc].EmitInfer(dhal.RecordInit)
+		d.mmio.coreNQ[nc].EmitInfer(dhal.RecordHalt)
+	}
+	if len(busy) > 0 {
+		return finish
+	}
+	finish()
+	return nil
 }
 
-// runExecQueues arms the device-driven queues of core nc's engines (those
+// armExecQueues arms the device-driven queues of core nc's engines (those
 // a process initialised and never rang with DMA_QUEUE_COPY_START) and
-// waits for what they found to finish.
-func (d *Device) runExecQueues(nc int) {
+// returns those still moving data (engine, queue) after what the engines
+// do inline.
+func (d *Device) armExecQueues(nc int) [][2]int {
 	f := d.sys.Arch
 	first := nc * f.DMAEnginesPerCore
 	var armed [][2]int
@@ -86,19 +108,27 @@ func (d *Device) runExecQueues(nc int) {
 		}
 	}
 	d.mu.Unlock()
-	var ctx context.Context
-	lockrank.AssertUnlocked("exec queue wait")
+	busy := armed[:0]
 	for _, key := range armed {
 		e := d.dma.engines[key[0]]
 		if tx, rx := e.Arm(key[1]); (tx == 0 && rx == 0) || e.Idle(key[1]) {
 			continue // nothing staged, or a small copy already done inline
 		}
-		if ctx == nil {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(context.Background(), execQueueWait)
-			defer cancel()
-		}
-		if err := e.WaitIdle(ctx, key[1]); err != nil {
+		busy = append(busy, key)
+	}
+	return busy
+}
+
+// waitExecQueues waits for the queues armExecQueues left moving.
+func (d *Device) waitExecQueues(nc int, busy [][2]int) {
+	if len(busy) == 0 {
+		return
+	}
+	lockrank.AssertUnlocked("exec queue wait")
+	ctx, cancel := context.WithTimeout(context.Background(), execQueueWait)
+	defer cancel()
+	for _, key := range busy {
+		if err := d.dma.engines[key[0]].WaitIdle(ctx, key[1]); err != nil {
 			d.log.WithFields(logrus.Fields{"core": nc, "engine": key[0], "queue": key[1]}).Warn("exec queue did not finish")
 		}
 	}

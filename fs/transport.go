@@ -117,6 +117,9 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 	if testFailURingQueue >= 0 {
 		cfg.SetFailQueue(testFailURingQueue)
 	}
+	// Set before the rings start: they serve neuronfs/transport as soon as
+	// Attach returns. A fallback sets classic before its loop starts.
+	f.transport = TransportURing
 	t, err := fuseuring.Attach(server, raw, mopts, cfg)
 	if err != nil {
 		// No ring is ready, so the kernel still queues every request on
@@ -129,7 +132,6 @@ func (f *FS) serve(fd int, dir string, raw fuse.RawFileSystem, mopts *fuse.Mount
 		f.uringLeft = t // nil when no queue was started
 		return s, nil
 	}
-	f.transport = TransportURing
 	f.ring = t
 	f.waitServed = t.Wait
 	go t.ServeDev()
@@ -179,9 +181,10 @@ const (
 // inline; opens (the driver's open waits out a reset), flushes (a last
 // flush waits for the reset it asked for), writes to control files, and the
 // commands that wait (the ABI table's Blocking ones, and any whose driver
-// budget is longer than the default: doorbells that run DMA, pod commands)
-// go to a worker. Buffer copies and memsets run inline: they never wait for
-// another caller, and their time is that of the copy itself.
+// budget is longer than the default: pod commands) go to a worker. Buffer
+// copies and memsets run inline: they never wait for another caller, and
+// their time is that of the copy itself. So do exec doorbells: a doorbell
+// does not wait for the run it starts (device/exec.go).
 func (f *FS) offload(opcode uint32, opIn []byte) bool {
 	switch opcode {
 	case fuseLookup, fuseForget, fuseGetattr, fuseReadlink, fuseRead, fuseStatfs, fuseRelease, fuseGetxattr,

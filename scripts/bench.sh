@@ -5,6 +5,8 @@
 # Needs root and /dev/fuse. COUNT (default 8) sets the repetitions. The
 # benchmarks not labelled with a transport run on the default (auto: io_uring
 # where the kernel offers it); NEURONFS_FUSE_TRANSPORT=classic picks the other.
+# The table ends with every path measured on both transports, io_uring /
+# classic, marking where the default is worse (scripts/transport-ratios.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-8}
@@ -27,13 +29,15 @@ go test ./fs -run '^$' -bench '^BenchmarkMappedSemaphoreStore$' -benchtime 500x 
 # The FUSE transports against each other and the bare go-fuse floor, from
 # a C client process, interleaved within each run (BenchmarkTransports).
 go test ./fs -run '^$' -bench '^BenchmarkTransports$' -benchtime 1x -count "$count" | tee -a "$raw"
-# Doorbells on each transport, the transports alternating run by run so
-# both see the same minutes; the name gets /transport=T.
+# Doorbells, and an open and close (requests io_uring hands to a worker),
+# on each transport, the transports alternating run by run so both see the
+# same minutes; the name gets /transport=T.
 for ((i = 0; i < count; i++)); do
 	for transport in classic uring; do
 		label() { sed -E "s/^(Benchmark[^ ]*)-([0-9]+)/\1\/transport=$transport-\2/"; }
 		NEURONFS_FUSE_TRANSPORT=$transport go test ./fs -run '^$' -bench '^(BenchmarkDoorbell|BenchmarkExecDoorbell)$' -benchtime 20000x -count 1 | label | tee -a "$raw"
 		NEURONFS_FUSE_TRANSPORT=$transport go test ./fs -run '^$' -bench '^BenchmarkExecConcurrent$' -count 1 | label | tee -a "$raw"
+		NEURONFS_FUSE_TRANSPORT=$transport go test ./fs -run '^$' -bench '^BenchmarkOpenClose$' -benchtime 5000x -count 1 | label | tee -a "$raw"
 	done
 done
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
@@ -57,11 +61,13 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Transports' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:ExecConcurrent' "$raw"; echo
+	"$benchstat" -col /transport -filter '.name:OpenClose' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:FilteredSyscalls' "$raw"; echo
 	"$benchstat" -filter '.name:NotificationFloor' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:RunWorkload' "$raw"; echo
 	"$benchstat" -filter '.name:ChardevOpenStorm' "$raw"; echo
-	"$benchstat" -filter '.name:MountReady' "$raw")
+	"$benchstat" -filter '.name:MountReady' "$raw"; echo
+	scripts/transport-ratios.sh "$raw")
 echo "$table"
 if [ "${1:-}" = "--save" ]; then
 	mkdir -p bench

@@ -336,6 +336,7 @@ type queue struct {
 
 	doneMu  lockrank.Mutex[lockrank.Transport]
 	done    []*entry // answered by workers, to commit
+	asleep  bool     // the thread sleeps in the ring: a reply must wake it
 	workers sync.WaitGroup
 	batch   []cqe
 	served  atomic.Uint64 // requests taken from the ring (tests, diagnostics)
@@ -460,14 +461,23 @@ func (q *queue) loop(log *logrus.Entry) {
 	for {
 		batch := q.batch
 		q.batch = q.batch[:0:0]
+		started := false
 		for _, c := range batch {
-			q.complete(c, log)
+			started = q.complete(c, log) || started
 		}
 		if q.live == 0 {
 			return
 		}
+		if started {
+			q.yieldToWorkers(log)
+		}
+		q.commitDone()
 		lockrank.AssertUnlocked("fuseuring: queue wait")
-		if err := q.r.enter(true); err != nil {
+		err := q.r.enter(true)
+		q.doneMu.Lock()
+		q.asleep = false
+		q.doneMu.Unlock()
+		if err != nil {
 			// Not expected; without the ring nothing more can be served
 			// here, and the connection's end is the only way out.
 			log.WithError(err).Error("fuseuring: queue stopped")
@@ -477,7 +487,24 @@ func (q *queue) loop(log *logrus.Entry) {
 	}
 }
 
-func (q *queue) complete(c cqe, log *logrus.Entry) {
+// yieldToWorkers lets the workers just started run now. A goroutine
+// started here waits on this thread's P, and a blocking io_uring_enter
+// keeps the P: nothing else runs the worker until the runtime takes the P
+// back (sysmon, tens of µs later), which was most of an offloaded request's
+// time when the other Ps were busy or in syscalls too. So the replies
+// ready are submitted first, then the P is given away (a locked thread
+// hands it to another thread at once); this thread gets one back once the
+// worker blocks or ends, before it sleeps in the ring.
+func (q *queue) yieldToWorkers(log *logrus.Entry) {
+	if err := q.r.enter(false); err != nil {
+		log.WithError(err).Debug("fuseuring: submitting before a yield")
+	}
+	runtime.Gosched()
+}
+
+// complete handles one completion, and reports whether it started a
+// worker.
+func (q *queue) complete(c cqe, log *logrus.Entry) bool {
 	if c.userData == efdTag {
 		q.doneMu.Lock()
 		done := q.done
@@ -492,10 +519,10 @@ func (q *queue) complete(c cqe, log *logrus.Entry) {
 		if q.live > 0 {
 			q.armEventfd()
 		}
-		return
+		return false
 	}
 	if c.userData >= uint64(len(q.ents)) {
-		return
+		return false
 	}
 	e := q.ents[c.userData]
 	if c.res < 0 {
@@ -506,17 +533,38 @@ func (q *queue) complete(c cqe, log *logrus.Entry) {
 		if c.res != -int32(unix.ENOTCONN) && c.res != -int32(unix.ECONNABORTED) {
 			log.WithField("errno", syscall.Errno(-c.res)).WithField("entry", e.idx).Debug("fuseuring: entry ended")
 		}
-		return
+		return false
 	}
 	q.served.Add(1)
 	opcode := le32(e.hdr[hdrInOut+4:])
 	if q.t.cfg.Offload != nil && q.t.cfg.Offload(opcode, e.opIn()) {
 		q.workers.Add(1)
 		go q.work(e)
-		return
+		return true
 	}
 	q.serve(e)
 	q.commit(e)
+	return false
+}
+
+// commitDone commits the replies workers left, until there are none, and
+// then marks the thread asleep: from then on a worker's reply must wake it
+// through the eventfd. While the thread is awake, replies need no wake-up
+// (a worker often finishes while the thread yields its P to it).
+func (q *queue) commitDone() {
+	for {
+		q.doneMu.Lock()
+		done := q.done
+		q.done = nil
+		q.asleep = len(done) == 0
+		q.doneMu.Unlock()
+		if len(done) == 0 {
+			return
+		}
+		for _, e := range done {
+			q.commit(e)
+		}
+	}
 }
 
 // work serves e off the queue thread and hands it back for the commit.
@@ -525,7 +573,12 @@ func (q *queue) work(e *entry) {
 	q.serve(e)
 	q.doneMu.Lock()
 	q.done = append(q.done, e)
+	wake := q.asleep
+	q.asleep = false // one write wakes it for all
 	q.doneMu.Unlock()
+	if !wake {
+		return
+	}
 	var one [8]byte
 	one[0] = 1
 	if _, err := unix.Write(q.efd, one[:]); err != nil {
