@@ -51,6 +51,9 @@ func (d *Device) onSemIncrement(nc int, idx uint32, v uint32, async bool) {
 func (d *Device) runInference(nc int) {
 	started := time.Now()
 	d.runExecQueues(nc)
+	if d.runPrograms(nc) {
+		return // a delivered request: the engines answer (execrun.go)
+	}
 	notific := d.mmio.coreNQ[nc]
 	notific.EmitInfer(dhal.RecordStart)
 	if lat := d.sys.execLatency; lat > 0 {
@@ -111,6 +114,7 @@ func (d *Device) resetExecLocked(nc int) {
 		return
 	}
 	d.exec[nc].Reset()
+	d.cancelPrograms(nc)
 }
 
 // reportDMAAbort writes an error record for a queue that stopped on an
