@@ -51,7 +51,7 @@ type seqRun struct {
 // alive reports whether r still has a running engine and was not
 // cancelled.
 func (r *seqRun) alive() bool {
-	return r != nil && r.live.Load() > 0 && r.ctx != nil && r.ctx.Err() == nil
+	return r != nil && r.live.Load() > 0 && r.ctx.Err() == nil
 }
 
 // wakeCore releases core nc's engines waiting on a semaphore or event:
@@ -73,26 +73,29 @@ func (d *Device) runPrograms(nc int) bool {
 		return false
 	}
 	c := &d.progs.cores[nc]
+	var r *seqRun
+	if req != nil {
+		r = d.newSeqRun(nc, req)
+	}
 	c.mu.Lock()
 	cur := c.cur
-	if req == nil || (cur.alive() && cur.req == *req) {
+	if req == nil || (r != nil && cur.alive() && cur.req == r.req) {
 		c.mu.Unlock()
+		if r != nil {
+			r.cancel() // never started
+		}
 		if !cur.alive() {
 			return false
 		}
 		d.metrics.Add(nc, "other_info/inference_count", 1)
 		return true
 	}
-	r := d.newSeqRun(nc, req)
-	if r == nil {
-		c.cur = nil
-		c.mu.Unlock()
-		d.stopRun(cur)
-		return false // a request naming no image: the semantic answer
-	}
 	c.cur = r
 	c.mu.Unlock()
 	d.stopRun(cur)
+	if r == nil {
+		return false // a request naming no image: the semantic answer
+	}
 	d.metrics.Add(nc, "other_info/inference_count", 1)
 	d.startRun(nc, r)
 	return true
@@ -114,12 +117,13 @@ func (d *Device) newSeqRun(nc int, req *execRequest) *seqRun {
 		return nil
 	}
 	r.live.Store(n)
+	// Before the run is published: a reset may cancel it at once.
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
 
 // startRun runs r's engines, each in its own goroutine.
 func (d *Device) startRun(nc int, r *seqRun) {
-	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for e, s := range r.seqs {
 		if s == nil {
 			continue
@@ -128,7 +132,10 @@ func (d *Device) startRun(nc int, r *seqRun) {
 		d.progs.wg.Add(1)
 		go func() {
 			defer d.progs.wg.Done()
-			res := s.Run(r.ctx, p)
+			var res seq.Result
+			if r.ctx.Err() == nil { // not reset before it started
+				res = s.Run(r.ctx, p)
+			}
 			if res.State == seq.Faulted {
 				d.log.WithFields(logrus.Fields{"core": nc, "engine": seq.Engine(e)}).Warn(res.Fault)
 			}
@@ -141,7 +148,7 @@ func (d *Device) startRun(nc int, r *seqRun) {
 
 // stopRun ends r's engines and waits until they returned.
 func (d *Device) stopRun(r *seqRun) {
-	if r == nil || r.cancel == nil {
+	if r == nil {
 		return
 	}
 	r.cancel()
@@ -161,7 +168,7 @@ func (d *Device) cancelPrograms(nc int) {
 	c.mu.Lock()
 	r := c.cur
 	c.mu.Unlock()
-	if r != nil && r.cancel != nil {
+	if r != nil {
 		r.cancel()
 	}
 }
@@ -204,7 +211,7 @@ func (d *Device) EngineStatus(nc int) []seq.Status {
 // queue, a fault into the ERROR queue. A run being stopped writes nothing
 // more.
 func (d *Device) seqNotify(nc int, r *seqRun, n seq.Notification) {
-	if r.ctx == nil || r.ctx.Err() != nil {
+	if r.ctx.Err() != nil {
 		return
 	}
 	b := d.mmio.coreNQ[nc]
