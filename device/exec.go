@@ -17,9 +17,11 @@ import (
 // the runtime's programs would: the chip runs what was staged on the
 // core's device-driven DMA queues (the exec queue), then every compute
 // engine reports START and END in its INFER_STATUS queue (NOTIFIC slots
-// 4-8). The instruction streams are not interpreted. Value 2 after the
-// runtime queued a halt request stops the idle program: each engine
-// reports INIT then HALT and the core ignores doorbells until it is reset.
+// 4-8). When the exec queue delivered a request naming the engines'
+// images, the engines run those programs instead (execrun.go). Value 2
+// after the runtime queued a halt request stops the idle program: each
+// engine reports INIT then HALT and the core ignores doorbells until it
+// is reset.
 
 // execQueueWait bounds how long a doorbell waits for staged DMA.
 const execQueueWait = 10 * time.Second
