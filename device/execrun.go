@@ -32,8 +32,6 @@ type programs struct {
 type coreRuns struct {
 	wake seq.Waker // closed on every store to the core's semaphores and events
 
-	faults atomic.Uint64 // engines stopped on garbage
-
 	mu  lockrank.Mutex[lockrank.Exec] // guards cur; never held across a wait
 	cur *seqRun
 }
@@ -226,7 +224,6 @@ func (d *Device) seqNotify(nc int, r *seqRun, n seq.Notification) {
 		}
 	case seq.NotifyError:
 		b.Emit(nq.ErrorSlot, nq.SequencerErrorRecord(int(n.Engine), n.PC, n.ErrorID))
-		d.progs.cores[nc].faults.Add(1)
 	}
 }
 
