@@ -57,6 +57,8 @@ type Device struct {
 	mmio         mmioState
 	exec         [maxCoreSlots]chip.Doorbell // each with its own lock (rank Exec)
 	sweeps       []*sweepTarget              // semaphore areas the sweeper polls (semsweep.go)
+	execReq      execWatch                   // delivered exec requests (execreq.go)
+	progs        programs                    // staged programs running (execrun.go)
 
 	// The power/ directories of the class device and of the PCI function.
 	classPM, pciPM *runtimePM

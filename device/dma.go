@@ -60,6 +60,7 @@ func (d *Device) initDMA() error {
 	}
 	d.initRoutes()
 	d.initSweeps()
+	d.initExecWatch()
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}
@@ -67,6 +68,7 @@ func (d *Device) initDMA() error {
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
 		Fault:              d.sys.dmaFault,
 		OnTransfer:         d.power.addBytes,
+		OnCopy:             d.observeCopy,
 		OnError: func(eng, qid int, status uint32) {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
 			d.reportDMAAbort(eng, qid, status)

@@ -88,6 +88,7 @@ func (d *Device) dmaSemWrite(nc int, off uint64, b []byte) {
 		return
 	}
 	applyWords(a, off, b, func(idx int, v uint32) { d.onSemIncrement(nc, uint32(idx), v, true) })
+	d.wakeCore(nc)
 }
 
 // applyWords performs the 32-bit stores b makes at off in area a, each

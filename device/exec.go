@@ -17,9 +17,11 @@ import (
 // the runtime's programs would: the chip runs what was staged on the
 // core's device-driven DMA queues (the exec queue), then every compute
 // engine reports START and END in its INFER_STATUS queue (NOTIFIC slots
-// 4-8). The instruction streams are not interpreted. Value 2 after the
-// runtime queued a halt request stops the idle program: each engine
-// reports INIT then HALT and the core ignores doorbells until it is reset.
+// 4-8). When the exec queue delivered a request naming the engines'
+// images, the engines run those programs instead (execrun.go). Value 2
+// after the runtime queued a halt request stops the idle program: each
+// engine reports INIT then HALT and the core ignores doorbells until it
+// is reset.
 
 // execQueueWait bounds how long a run waits for staged DMA.
 const execQueueWait = 10 * time.Second
@@ -56,6 +58,9 @@ func (d *Device) runInference(nc int) func() {
 	busy := d.armExecQueues(nc)
 	finish := func() {
 		d.waitExecQueues(nc, busy)
+		if d.runPrograms(nc) {
+			return // a delivered request: the engines answer (execrun.go)
+		}
 		notific := d.mmio.coreNQ[nc]
 		notific.EmitInfer(dhal.RecordStart)
 		if lat := d.sys.execLatency; lat > 0 {
@@ -141,6 +146,7 @@ func (d *Device) resetExecLocked(nc int) {
 		return
 	}
 	d.exec[nc].Reset()
+	d.cancelPrograms(nc)
 }
 
 // reportDMAAbort writes an error record for a queue that stopped on an

@@ -32,7 +32,9 @@ func (d *Device) applySem(nc int, off uint64, op chip.Op, v uint32) {
 	if !ok {
 		return
 	}
-	if _, idx := a.Apply(off, op, v); idx >= 0 {
+	_, idx := a.Apply(off, op, v)
+	d.wakeCore(nc)
+	if idx >= 0 {
 		d.onSemIncrement(nc, uint32(idx), v, false)
 	}
 }
@@ -87,6 +89,7 @@ func eventOp(r *Request, v *ioctl.Event) Result {
 			v.Value = a.Event(int(idx))
 		} else {
 			a.SetEvent(int(idx), v.Value)
+			d.wakeCore(nc)
 		}
 	} else if r.Cmd == ioctl.CmdEventGet {
 		v.Value = 0

@@ -85,6 +85,7 @@ func (d *Device) sweep(t *sweepTarget, now int64, async bool) {
 	})
 	if found {
 		t.last.Store(now)
+		d.wakeCore(t.nc)
 	}
 }
 

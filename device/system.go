@@ -239,6 +239,7 @@ func (s *System) Close() {
 	for _, d := range s.Devices {
 		close(d.reset.stop)
 		d.stopDMA()
+		d.stopPrograms()
 	}
 	for _, d := range s.Devices {
 		d.dma.mem.Close()

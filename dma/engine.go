@@ -127,6 +127,11 @@ type Options struct {
 	// OnTransfer, if set, is told the size of every completed transfer
 	// (with the engine's lock held: it must only count).
 	OnTransfer func(n uint64)
+	// OnCopy, if set, hears of every step a queue completed (one TX/RX
+	// descriptor pair's overlap, in queue order), after its bytes landed
+	// and without the engine's lock: the chip watches its exec queues
+	// through it.
+	OnCopy func(eng, qid int, src, dst, n uint64)
 }
 
 // Engine is one UDMA engine.

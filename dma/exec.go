@@ -186,6 +186,9 @@ func (e *Engine) drainLocked(qid int, budget uint64) bool {
 		gen := q.gen
 		e.mu.Unlock()
 		status = e.transfer(b.src, b.dst, b.n, b.red)
+		if status == 0 {
+			e.observe(qid, b.steps)
+		}
 		e.mu.Lock()
 		if q.gen != gen {
 			continue // the queue was reset under the copy: its progress is void
@@ -212,6 +215,9 @@ func (e *Engine) stepwiseLocked(qid int, steps []step, gen uint64) bool {
 	for _, st := range steps {
 		e.mu.Unlock()
 		status := e.transfer(st.src, st.dst, st.n, st.red)
+		if status == 0 {
+			e.observe(qid, []step{st})
+		}
 		e.mu.Lock()
 		if q.gen != gen {
 			return true
@@ -263,5 +269,15 @@ func (e *Engine) abortLocked(qid int, status uint32) {
 	if e.opts.OnError != nil {
 		eng, fn := e.ID, e.opts.OnError
 		go fn(eng, qid, status)
+	}
+}
+
+// observe reports finished steps to OnCopy; the engine's lock is not held.
+func (e *Engine) observe(qid int, steps []step) {
+	if e.opts.OnCopy == nil {
+		return
+	}
+	for _, st := range steps {
+		e.opts.OnCopy(e.ID, qid, st.src, st.dst, st.n)
 	}
 }

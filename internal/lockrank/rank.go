@@ -64,7 +64,7 @@ var order = [rankCount]Info{
 		"reset queue, core locks, core init, datastore slots, NQ rings, DMA queue ownership (the driver's ncdev_lock and nd locks)"},
 	RankHost:       {Name: "Host", Owner: "device", Guards: "host-wide driver state: core reservations, datastore release order, notify_delay, metrics mode"},
 	RankAsyncCopy:  {Name: "AsyncCopy", Owner: "device", Guards: "a core's asynchronous-copy contexts"},
-	RankExec:       {Name: "Exec", Owner: "chip", Guards: "one core's execution state (doorbells queued, halt)"},
+	RankExec:       {Name: "Exec", Owner: "chip, device", Guards: "one core's execution state (doorbells queued, halt, the staged programs running)"},
 	RankFWClient:   {Name: "FWClient", Owner: "mmio", Guards: "the driver's side of the FW-IO mailbox"},
 	RankDriverRing: {Name: "DriverRing", Owner: "device", Guards: "a core's default h2t ring (descriptor writing)"},
 	RankNotific:    {Name: "Notific", Owner: "nq", Guards: "one NOTIFIC block (queue registers, record writer)"},

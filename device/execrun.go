@@ -1,0 +1,245 @@
+package device
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/chip/seq"
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/nq"
+)
+
+// Staged programs. A doorbell that finds a delivered exec request
+// (execreq.go) starts one sequencer per engine with an image, each at
+// its address, over the device's memory and the core's semaphores and
+// events; their notifications go to the engines' INFER_STATUS queues and
+// their faults to the core's ERROR queue, in place of the semantic
+// START/END. The runs go on after the doorbell returns: a program loops
+// back to its wait gate, and the next doorbell's increment releases it.
+// NC_RESET and the device's close end them, whatever they wait for.
+
+// programs are the device's sequenced executions.
+type programs struct {
+	cores [maxCoreSlots]coreRuns
+	wg    sync.WaitGroup // every engine goroutine, until it returns
+}
+
+// coreRuns is one core's sequenced execution.
+type coreRuns struct {
+	wake seq.Waker // closed on every store to the core's semaphores and events
+
+	mu  lockrank.Mutex[lockrank.Exec] // guards cur; never held across a wait
+	cur *seqRun
+}
+
+// seqRun is one request's engines.
+type seqRun struct {
+	req    execRequest
+	ctx    context.Context // ends at NC_RESET, a replacing request or close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when every engine returned
+	live   atomic.Int32  // engines still running
+	seqs   [seq.NumEngines]*seq.Sequencer
+}
+
+// alive reports whether r still has a running engine and was not
+// cancelled.
+func (r *seqRun) alive() bool {
+	return r != nil && r.live.Load() > 0 && r.ctx.Err() == nil
+}
+
+// wakeCore releases core nc's engines waiting on a semaphore or event:
+// call it after every store to the core's area, whoever made it.
+func (d *Device) wakeCore(nc int) {
+	if nc >= 0 && nc < maxCoreSlots {
+		d.progs.cores[nc].wake.Wake()
+	}
+}
+
+// runPrograms serves a doorbell of core nc with its staged programs, and
+// reports whether it did; false leaves the doorbell its semantic answer.
+// A doorbell without a new request belongs to a program still running
+// (its gate takes the increment); one with a request for the images
+// already running does too; a request for other images replaces them.
+func (d *Device) runPrograms(nc int) bool {
+	req := d.takeExecRequest(nc)
+	if nc >= maxCoreSlots || nc >= len(d.mmio.coreNQ) {
+		return false
+	}
+	c := &d.progs.cores[nc]
+	var r *seqRun
+	if req != nil {
+		r = d.newSeqRun(nc, req)
+	}
+	c.mu.Lock()
+	cur := c.cur
+	if req == nil || (r != nil && cur.alive() && cur.req == r.req) {
+		c.mu.Unlock()
+		if r != nil {
+			r.cancel() // never started
+		}
+		if !cur.alive() {
+			return false
+		}
+		d.metrics.Add(nc, "other_info/inference_count", 1)
+		return true
+	}
+	c.cur = r
+	c.mu.Unlock()
+	d.stopRun(cur)
+	if r == nil {
+		return false // a request naming no image: the semantic answer
+	}
+	d.metrics.Add(nc, "other_info/inference_count", 1)
+	d.startRun(nc, r)
+	return true
+}
+
+// newSeqRun prepares a run of req's images; nil if it names none.
+func (d *Device) newSeqRun(nc int, req *execRequest) *seqRun {
+	r := &seqRun{req: *req, done: make(chan struct{})}
+	n := int32(0)
+	for e, addr := range req.addr {
+		if addr == 0 {
+			continue
+		}
+		eng := seq.Engine(e)
+		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: d.coreSync(nc), Notify: func(no seq.Notification) { d.seqNotify(nc, r, no) }})
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	r.live.Store(n)
+	// Before the run is published: a reset may cancel it at once.
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// startRun runs r's engines, each in its own goroutine.
+func (d *Device) startRun(nc int, r *seqRun) {
+	for e, s := range r.seqs {
+		if s == nil {
+			continue
+		}
+		p := d.seqProgram(r.req.addr[e])
+		d.progs.wg.Add(1)
+		go func() {
+			defer d.progs.wg.Done()
+			var res seq.Result
+			if r.ctx.Err() == nil { // not reset before it started
+				res = s.Run(r.ctx, p)
+			}
+			if res.State == seq.Faulted {
+				d.log.WithFields(logrus.Fields{"core": nc, "engine": seq.Engine(e)}).Warn(res.Fault)
+			}
+			if r.live.Add(-1) == 0 {
+				close(r.done)
+			}
+		}()
+	}
+}
+
+// stopRun ends r's engines and waits until they returned.
+func (d *Device) stopRun(r *seqRun) {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	lockrank.AssertUnlocked("exec: stopping a core's engines")
+	<-r.done
+}
+
+// cancelPrograms ends core nc's run without waiting (NC_RESET, under the
+// device lock); a delivered request not yet served is dropped. The run
+// stays the core's last, for EngineStatus.
+func (d *Device) cancelPrograms(nc int) {
+	if nc >= maxCoreSlots {
+		return
+	}
+	d.execReq.pending[nc].Store(nil)
+	c := &d.progs.cores[nc]
+	c.mu.Lock()
+	r := c.cur
+	c.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+}
+
+// stopPrograms ends every run of the device and waits for all their
+// engines, those a reset cancelled included: nothing may fetch from the
+// device's memory once it closes.
+func (d *Device) stopPrograms() {
+	for nc := range d.progs.cores {
+		d.cancelPrograms(nc)
+	}
+	lockrank.AssertUnlocked("exec: stopping the device's engines")
+	d.progs.wg.Wait()
+}
+
+// EngineStatus reports core nc's engines as its last staged run left
+// them; empty when none ran.
+func (d *Device) EngineStatus(nc int) []seq.Status {
+	if nc < 0 || nc >= maxCoreSlots {
+		return nil
+	}
+	c := &d.progs.cores[nc]
+	c.mu.Lock()
+	r := c.cur
+	c.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	var out []seq.Status
+	for _, s := range r.seqs {
+		if s != nil {
+			out = append(out, s.Status())
+		}
+	}
+	return out
+}
+
+// seqNotify writes an engine's notification into the core's queues: an
+// explicit one or a debug_cmd START/END into the engine's INFER_STATUS
+// queue, a fault into the ERROR queue. A run being stopped writes nothing
+// more.
+func (d *Device) seqNotify(nc int, r *seqRun, n seq.Notification) {
+	if r.ctx.Err() != nil {
+		return
+	}
+	b := d.mmio.coreNQ[nc]
+	slot := dhal.InferStatusSlot + int(n.Engine)
+	switch n.Kind {
+	case seq.NotifyExplicit:
+		b.Emit(slot, explicitRecord(n))
+	case seq.NotifyDebug:
+		for _, code := range debugCodes[n.DebugCmd] {
+			rec := nq.InferRecord(int(n.Engine), code)
+			b.Emit(slot, rec)
+		}
+	case seq.NotifyError:
+		b.Emit(nq.ErrorSlot, nq.SequencerErrorRecord(int(n.Engine), n.PC, n.ErrorID))
+	}
+}
+
+// debugCodes are the INFER_STATUS codes a record's debug_cmd asks for
+// (guessed: docs/isa.md); NOTIFY and INS_FIELD have no known record.
+var debugCodes = map[seq.DebugCmd][]uint16{
+	seq.DebugStart:    {dhal.RecordStart},
+	seq.DebugEnd:      {dhal.RecordEnd},
+	seq.DebugStartEnd: {dhal.RecordStart, dhal.RecordEnd},
+}
+
+// explicitRecord is a NOTIFY record's EXPLICIT notification: the
+// engine's type, debug_hint in the high nibble of byte 2 and
+// debug_hint_extended (the subtype) in bytes 6-7.
+func explicitRecord(n seq.Notification) nq.Record {
+	rec := nq.InferRecord(int(n.Engine), n.HintExt)
+	rec[2] = n.Hint << 4
+	return rec
+}

@@ -1,0 +1,88 @@
+package device
+
+import (
+	"fmt"
+
+	"github.com/neuronfs/neuronfs/chip"
+	"github.com/neuronfs/neuronfs/chip/seq"
+	"github.com/neuronfs/neuronfs/dma"
+)
+
+// What a core's sequencers see of the device: its memory, where they
+// fetch records, and its semaphore and event area, which the ioctls,
+// BAR0, DMA and mapped stores reach too.
+
+// devMemory is the device's memory as an engine fetches from it: through
+// the same decoder as its DMA engines (aliases, host memory).
+type devMemory struct{ m *dma.Space }
+
+func (m devMemory) Fetch(addr uint64, r *seq.Record) error {
+	b, ok := m.m.Slice(addr, seq.RecordSize)
+	if !ok {
+		return fmt.Errorf("no memory at %#x", addr)
+	}
+	copy(r[:], b)
+	return nil
+}
+
+// seqProgram is an engine's run from addr: it may fetch and branch
+// anywhere in the allocation holding addr (its image); an address no
+// allocation holds faults at the first fetch.
+func (d *Device) seqProgram(addr uint64) seq.Program {
+	p := seq.Program{Mem: devMemory{d.dma.mem}, Start: addr, Lo: addr, Hi: addr}
+	if c, ok := d.pool.Containing(addr); ok {
+		p.Lo, p.Hi = c.PA, c.PA+c.Size
+	}
+	return p
+}
+
+// areaSync is a core's semaphores and events as its engines use them.
+// Its updates come from a program: they wake the core's engines but never
+// ring the host doorbell.
+type areaSync struct {
+	a    chip.Area
+	wake *seq.Waker
+}
+
+// coreSync returns core nc's Sync; a core without an area gets private
+// words.
+func (d *Device) coreSync(nc int) seq.Sync {
+	a, ok := d.semArea(nc)
+	if !ok || nc >= maxCoreSlots {
+		return new(seq.Words)
+	}
+	return areaSync{a: a, wake: &d.progs.cores[nc].wake}
+}
+
+var semWindowOp = map[seq.SemOp]chip.Op{seq.SemAdd: chip.Inc, seq.SemSub: chip.Dec, seq.SemSet: chip.Set}
+
+func (s areaSync) Semaphore(idx uint8) uint32 { return s.a.Semaphore(int(idx)) }
+func (s areaSync) Event(idx uint8) bool       { return s.a.Event(int(idx)) != 0 }
+func (s areaSync) Changed() <-chan struct{}   { return s.wake.Changed() }
+
+func (s areaSync) UpdateSemaphore(idx uint8, op seq.SemOp, v uint32) {
+	s.a.Apply(chip.ReadWindow+4*uint64(idx), semWindowOp[op], v)
+	s.wake.Wake()
+}
+
+func (s areaSync) SetEvent(idx uint8, state bool) {
+	s.a.SetEvent(int(idx), b2u32(state))
+	s.wake.Wake()
+}
+
+func (s areaSync) CompareAndSetEvent(idx uint8, old, new bool) bool {
+	if !s.a.SwapEvent(int(idx), old, b2u32(new)) {
+		return false
+	}
+	if old != new {
+		s.wake.Wake()
+	}
+	return true
+}
+
+func b2u32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
