@@ -188,18 +188,9 @@ func (d *Device) EngineStatus(nc int) []seq.Status {
 	if nc < 0 || nc >= maxCoreSlots {
 		return nil
 	}
-	c := &d.progs.cores[nc]
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
-	if r == nil {
-		return nil
-	}
 	var out []seq.Status
-	for _, s := range r.seqs {
-		if s != nil {
-			out = append(out, s.Status())
-		}
+	for _, e := range d.engineReports(nc) {
+		out = append(out, e.status)
 	}
 	return out
 }

@@ -152,7 +152,8 @@ func (s *System) ControlAttributes() []Attr {
 			s.faults.rejected.Store(nil)
 			return 0
 		},
-	}, {Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus}}
+	}, {Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus},
+		{Path: CoresFile, Mode: 0o444, Show: s.coresStatus}}
 }
 
 // dmaFault is the engines' fault hook.

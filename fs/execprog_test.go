@@ -3,12 +3,17 @@ package fs_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -20,6 +25,7 @@ type progClient struct {
 	*execClient
 	sys  *device.System
 	errQ *runtime.NQ
+	dir  string // the mount
 }
 
 const progCore = 1
@@ -27,7 +33,7 @@ const progCore = 1
 func newProgClient(t *testing.T) *progClient {
 	t.Helper()
 	dir, sys := testutil.Mount(t, "trn2.48xlarge")
-	c := &progClient{execClient: newExecClient(t, dir, progCore, 4096), sys: sys}
+	c := &progClient{execClient: newExecClient(t, dir, progCore, 4096), sys: sys, dir: dir}
 	q, err := c.dev.InitNQ(progCore, runtime.NQTypeError, 2, 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +213,16 @@ func TestExecProgramResetEndsWait(t *testing.T) {
 	for _, s := range c.sys.Device(0).EngineStatus(progCore) {
 		if s.Wait.Idx != 7 || !s.Wait.Semaphore {
 			t.Errorf("%v: waits for the wrong thing", s)
+		}
+	}
+	// The cores file says the core is stuck, and on what.
+	b, err := os.ReadFile(filepath.Join(c.dir, fs.ControlDir, device.CoresFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("neuron0 core %d: blocked", progCore), "PE waits at", "POOL waits at", "for semaphore 7 >= 1 (now 0)"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q:\n%s", device.CoresFile, want, b)
 		}
 	}
 	if err := c.dev.Reset(1 << progCore); err != nil {

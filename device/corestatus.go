@@ -1,0 +1,77 @@
+package device
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/neuronfs/neuronfs/chip/seq"
+)
+
+// CoresFile is the control file (under neuronfs/ at the mount root) that
+// shows what each core's engines are doing with a staged program: where
+// each one is, what it waits for, and how many records it issued and how
+// many of those only had their events honoured (arithmetic that is not
+// emulated). A core whose every running engine waits is marked blocked,
+// the hang a device can only time out on. The driver has no such file.
+const CoresFile = "cores"
+
+// coresStatus renders CoresFile: one block per core that has run a
+// program, none for cores that only gave the semantic answer.
+func (s *System) coresStatus() string {
+	var b strings.Builder
+	for _, d := range s.Devices {
+		for nc := 0; nc < s.Arch.CoresPerDevice && nc < maxCoreSlots; nc++ {
+			writeCore(&b, d.Name(), nc, d.engineReports(nc))
+		}
+	}
+	return b.String()
+}
+
+// engineReport is one engine's line of CoresFile.
+type engineReport struct {
+	status seq.Status
+	counts seq.Counts
+}
+
+// engineReports snapshots core nc's current run; nil when none.
+func (d *Device) engineReports(nc int) []engineReport {
+	c := &d.progs.cores[nc]
+	c.mu.Lock()
+	r := c.cur
+	c.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	var out []engineReport
+	for _, sq := range r.seqs {
+		if sq != nil {
+			out = append(out, engineReport{sq.Status(), sq.Counts()})
+		}
+	}
+	return out
+}
+
+func writeCore(b *strings.Builder, dev string, nc int, engines []engineReport) {
+	if len(engines) == 0 {
+		return
+	}
+	waiting, running := 0, 0
+	for _, e := range engines {
+		switch e.status.State {
+		case seq.Waiting:
+			waiting++
+			running++
+		case seq.Running:
+			running++
+		}
+	}
+	state := ""
+	if running > 0 && waiting == running {
+		state = " blocked: every running engine waits"
+	}
+	fmt.Fprintf(b, "%s core %d:%s\n", dev, nc, state)
+	for _, e := range engines {
+		fmt.Fprintf(b, "  %v; records=%d not_emulated=%d waits=%d\n",
+			e.status, e.counts.Records, e.counts.NotEmulated, e.counts.Waits)
+	}
+}
