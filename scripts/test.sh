@@ -109,6 +109,8 @@ go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="${NEURONFS_FUZZTIME:-3
 go test ./dma -run='^$' -fuzz='^FuzzExecute$' -fuzztime=20000x
 go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=400000x
 go test ./mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=130000x
+go test ./chip/seq -run='^$' -fuzz='^FuzzDecode$' -fuzztime=100000x
+go test ./chip/seq -run='^$' -fuzz='^FuzzRun$' -fuzztime=20000x
 podfuzz=${NEURONFS_POD_FUZZTIME:-}
 go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${podfuzz:-300000x}"
 go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${podfuzz:-300000x}"
