@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/neuronfs/neuronfs/internal/testutil"
 )
 
 // Some tests need other processes (attach slots are per tgid); the test
 // binary doubles as that helper process when NEURONFS_TEST_HELPER is set.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("NEURONFS_TEST_HELPER"); mode != "" {
+		testutil.JoinGuard()
 		os.Exit(helperMain(mode, os.Args))
 	}
+	testutil.StartGuard()
 	os.Exit(m.Run())
 }
 

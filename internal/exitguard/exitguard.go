@@ -238,16 +238,24 @@ func (g *Guard) Command(argv ...string) (Reg, error) {
 // register itself (Join).
 func (g *Guard) Env() string { return JoinEnv + "=" + g.sock }
 
+// Export puts Env in this process's environment, for every child it
+// starts from now on.
+func (g *Guard) Export() error { return os.Setenv(JoinEnv, g.sock) }
+
 // Join registers this process with the guard of its parent, if its
 // environment names one (Guard.Env): the guard kills it when the parent
 // dies. The guard takes only direct children of its parent, so the
 // processes of a registered child, which inherit the entry, are left to
 // that child.
+//
+// The entry is for this process only: Join removes it from the
+// environment its own children inherit.
 func Join() error {
 	sock := os.Getenv(JoinEnv)
 	if sock == "" {
 		return nil
 	}
+	os.Unsetenv(JoinEnv)
 	conn, err := net.DialTimeout("unix", sock, callBudget)
 	if err != nil {
 		return fmt.Errorf("exit guard: join: %w", err)

@@ -51,6 +51,7 @@ func parentExiting(pid int) bool {
 type procStat struct {
 	state byte
 	ppid  int
+	pgrp  int
 	flags uint64
 }
 
@@ -74,11 +75,15 @@ func readStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("stat ppid: %w", err)
 	}
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat pgrp: %w", err)
+	}
 	flags, err := strconv.ParseUint(f[6], 10, 64)
 	if err != nil {
 		return procStat{}, fmt.Errorf("stat flags: %w", err)
 	}
-	return procStat{state: f[0][0], ppid: ppid, flags: flags}, nil
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, flags: flags}, nil
 }
 
 func parentOf(pid int) (int, error) {

@@ -45,9 +45,26 @@ type guard struct {
 	parent int
 	log    *logrus.Entry
 	mounts map[uint64]mountEntry
-	procs  map[uint64]int // pidfds
+	procs  map[uint64]proc
 	cmds   map[uint64][]string
 	nextID uint64 // for joins, counting down from the top: never a parent's ID
+}
+
+// proc is a registered process. A process that leads a process group of
+// its own (a test's client started with Setpgid) goes with its group:
+// what it started is its to end, and ends with it.
+type proc struct {
+	pidfd int
+	pid   int
+}
+
+// kill ends p, and its group if it leads one. The group is read while p
+// lives, when its pid (the group's ID) cannot name another process.
+func (p proc) kill() {
+	if st, err := readStat(p.pid); err == nil && st.pgrp == p.pid && !ended(p.pidfd) {
+		unix.Kill(-p.pid, unix.SIGKILL)
+	}
+	unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
 }
 
 // serve is the guard process: parentPID is the pid it guards.
@@ -64,7 +81,7 @@ func serve(parentPID string) int {
 	// for the parent.
 	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGPIPE)
 	unix.Chdir("/")
-	g := &guard{parent: parent, log: entry, mounts: map[uint64]mountEntry{}, procs: map[uint64]int{}, cmds: map[uint64][]string{}, nextID: ^uint64(0)}
+	g := &guard{parent: parent, log: entry, mounts: map[uint64]mountEntry{}, procs: map[uint64]proc{}, cmds: map[uint64][]string{}, nextID: ^uint64(0)}
 
 	reqs := make(chan request)
 	go readParent(reqs)
@@ -142,12 +159,12 @@ func join(conn *net.UnixConn, parent int, reqs chan<- request) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(callBudget))
 	var rep reply
-	pidfd, err := joiner(conn, parent)
+	pid, pidfd, err := joiner(conn, parent)
 	if err != nil {
 		rep.Err = err.Error()
 	} else {
 		done := make(chan error, 1)
-		reqs <- request{m: msg{Op: "join"}, pidfd: pidfd, done: done}
+		reqs <- request{m: msg{Op: "join", PID: pid}, pidfd: pidfd, done: done}
 		if err := <-done; err != nil {
 			rep.Err = err.Error()
 		}
@@ -158,34 +175,35 @@ func join(conn *net.UnixConn, parent int, reqs chan<- request) {
 // joiner reads a join request and returns a pidfd of the process that
 // sent it, if it is a child of parent. The process waits for the answer,
 // so its pid cannot be reused until the pidfd holds it.
-func joiner(conn *net.UnixConn, parent int) (int, error) {
+func joiner(conn *net.UnixConn, parent int) (pid, pidfd int, err error) {
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err != nil {
-		return -1, err
+		return 0, -1, err
 	}
 	var m msg
 	if err := json.Unmarshal(line, &m); err != nil || m.Op != "join" {
-		return -1, fmt.Errorf("bad join request %q", line)
+		return 0, -1, fmt.Errorf("bad join request %q", line)
 	}
 	raw, err := conn.SyscallConn()
 	if err != nil {
-		return -1, err
+		return 0, -1, err
 	}
 	var cred *unix.Ucred
 	var credErr error
 	raw.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
 	if credErr != nil {
-		return -1, fmt.Errorf("peer credentials: %w", credErr)
+		return 0, -1, fmt.Errorf("peer credentials: %w", credErr)
 	}
-	pidfd, err := unix.PidfdOpen(int(cred.Pid), 0)
+	pid = int(cred.Pid)
+	pidfd, err = unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return -1, fmt.Errorf("pidfd of %d: %w", cred.Pid, err)
+		return 0, -1, fmt.Errorf("pidfd of %d: %w", cred.Pid, err)
 	}
 	if ppid, err := parentOf(int(cred.Pid)); err != nil || ppid != parent {
 		unix.Close(pidfd)
-		return -1, fmt.Errorf("process %d is not a child of %d", cred.Pid, parent)
+		return 0, -1, fmt.Errorf("process %d is not a child of %d", cred.Pid, parent)
 	}
-	return pidfd, nil
+	return pid, pidfd, nil
 }
 
 func (g *guard) handle(r request) error {
@@ -208,16 +226,16 @@ func (g *guard) handle(r request) error {
 		if err != nil {
 			return fmt.Errorf("pidfd of %d: %w", m.PID, err)
 		}
-		g.procs[m.ID] = fd
+		g.procs[m.ID] = proc{pidfd: fd, pid: m.PID}
 	case "join":
-		g.procs[g.nextID] = r.pidfd
+		g.procs[g.nextID] = proc{pidfd: r.pidfd, pid: r.m.PID}
 		g.nextID--
 	case "cmd":
 		g.cmds[m.ID] = m.Argv
 	case "drop":
 		delete(g.mounts, m.ID)
-		if fd, ok := g.procs[m.ID]; ok {
-			unix.Close(fd)
+		if p, ok := g.procs[m.ID]; ok {
+			unix.Close(p.pidfd)
 			delete(g.procs, m.ID)
 		}
 		delete(g.cmds, m.ID)
@@ -230,9 +248,9 @@ func (g *guard) handle(r request) error {
 // prune forgets processes that have ended, so a long test binary does not
 // pile up pidfds.
 func (g *guard) prune() {
-	for id, fd := range g.procs {
-		if ended(fd) {
-			unix.Close(fd)
+	for id, p := range g.procs {
+		if ended(p.pidfd) {
+			unix.Close(p.pidfd)
 			delete(g.procs, id)
 		}
 	}
@@ -273,8 +291,8 @@ func (g *guard) cleanUp() {
 			}
 		}
 	}
-	for _, fd := range g.procs {
-		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	for _, p := range g.procs {
+		p.kill()
 	}
 	// Newest first: a mount made on top of another goes before it.
 	slices.SortFunc(live, func(a, b mountEntry) int { return cmp.Compare(b.id, a.id) })
@@ -284,11 +302,11 @@ func (g *guard) cleanUp() {
 		}
 	}
 	deadline := time.Now().Add(killBudget)
-	for _, fd := range g.procs {
-		for !ended(fd) && time.Now().Before(deadline) {
+	for _, p := range g.procs {
+		for !ended(p.pidfd) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		unix.Close(fd)
+		unix.Close(p.pidfd)
 	}
 	ids := make([]uint64, 0, len(g.cmds))
 	for id := range g.cmds {
