@@ -128,7 +128,10 @@ func Start() (*Guard, error) {
 	defer lnFile.Close()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"neuronfs-exitguard"}
-	cmd.Env = append(cleanEnv(), modeEnv+"="+strconv.Itoa(os.Getpid()))
+	// A race-detector build sleeps a second before exiting by default;
+	// the guard has no races to report by then.
+	cmd.Env = append(cleanEnv(), modeEnv+"="+strconv.Itoa(os.Getpid()),
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	// Not in the parent's directory, which may be a mount it must not
 	// keep busy; in a process group of its own, so that a terminal's
 	// ^C, which ends the parent, leaves the guard to clean up.
@@ -234,6 +237,9 @@ func (g *Guard) Command(argv ...string) (Reg, error) {
 	return g.register(msg{Op: "cmd", Argv: argv})
 }
 
+// Pid is the guard process's pid.
+func (g *Guard) Pid() int { return g.cmd.Process.Pid }
+
 // Env is the environment entry that lets a child started with it
 // register itself (Join).
 func (g *Guard) Env() string { return JoinEnv + "=" + g.sock }
@@ -284,7 +290,7 @@ func Join() error {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != modeEnv && k != JoinEnv {
+		if k, _, _ := strings.Cut(kv, "="); k != modeEnv && k != JoinEnv && k != "GORACE" {
 			env = append(env, kv)
 		}
 	}
