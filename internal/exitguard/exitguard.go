@@ -18,6 +18,14 @@
 // runs the registered undo commands (ip netns del ...) and exits.
 // Registrations a test undoes itself are released first, so an orderly
 // run leaves the guard nothing to do.
+//
+// What an abort cannot end: a request of the io_uring transport queued on
+// a ring entry whose owner is the exiting thread itself. Its delivery is
+// task work of that thread, which runs only after the thread has closed
+// its files (seen on 6.18: the abort leaves the request in the entry's
+// FUSE_REQ state and the process in D state until reboot). A process
+// that may die holding files of a mount it serves must serve that mount
+// with the classic transport, or from another process.
 package exitguard
 
 import (
@@ -117,6 +125,10 @@ func Start() (*Guard, error) {
 		os.RemoveAll(sockDir)
 		return nil, fmt.Errorf("exit guard: %w", err)
 	}
+	// Children that run as another user join too; the guard takes only
+	// its parent's children, whoever connects.
+	os.Chmod(sockDir, 0o711)
+	os.Chmod(sock, 0o666)
 	// The guard owns the socket from now on, and removes it.
 	ln.SetUnlinkOnClose(false)
 	lnFile, err := ln.File()

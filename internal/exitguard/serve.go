@@ -269,6 +269,7 @@ func ended(pidfd int) bool {
 // own mount; the processes must be gone before their network namespaces
 // and loop devices can go.
 func (g *guard) cleanUp() {
+	g.prune()
 	if len(g.mounts)+len(g.procs)+len(g.cmds) == 0 {
 		return
 	}
