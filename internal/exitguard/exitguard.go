@@ -184,15 +184,24 @@ func Start() (*Guard, error) {
 func (g *Guard) exchange(in interface{ Write([]byte) (int, error) }, out *os.File) {
 	enc := json.NewEncoder(in)
 	r := bufio.NewReader(out)
+	// After a failed exchange the answers may be out of step with the
+	// requests: every later call fails too.
+	var broken error
 	for c := range g.calls {
+		if broken != nil {
+			c.done <- fmt.Errorf("exit guard: %s: %w", c.m.Op, broken)
+			continue
+		}
 		if err := enc.Encode(c.m); err != nil {
+			broken = err
 			c.done <- fmt.Errorf("exit guard: %s: %w", c.m.Op, err)
 			continue
 		}
 		out.SetReadDeadline(time.Now().Add(callBudget))
 		line, err := r.ReadBytes('\n')
 		if err != nil {
-			c.done <- fmt.Errorf("exit guard: %s: no answer: %w", c.m.Op, err)
+			broken = fmt.Errorf("no answer: %w", err)
+			c.done <- fmt.Errorf("exit guard: %s: %w", c.m.Op, broken)
 			continue
 		}
 		var rep reply
