@@ -16,7 +16,8 @@ type mountEntry struct {
 }
 
 func (e mountEntry) fuse() bool {
-	return e.fstype == "fuse" || strings.HasPrefix(e.fstype, "fuse.")
+	base, _, _ := strings.Cut(e.fstype, ".")
+	return base == "fuse" || base == "fuseblk"
 }
 
 // mountTable reads the guard's mount table, which is its parent's: the
