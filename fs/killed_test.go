@@ -32,6 +32,7 @@ import (
 const (
 	victimDirEnv     = "NEURONFS_GUARD_VICTIM_DIR"
 	victimNoGuardEnv = "NEURONFS_GUARD_VICTIM_NOGUARD" // for showing the hang by hand
+	victimURingEnv   = "NEURONFS_GUARD_VICTIM_URING"   // serve with the default transport
 	// victimBudget bounds every wait for the victim and its guard.
 	victimBudget = 30 * time.Second
 )
@@ -39,17 +40,22 @@ const (
 func TestKilledBinaryLeavesNothing(t *testing.T) {
 	testenv.RequireFUSE(t)
 	t.Run("SIGKILL", func(t *testing.T) {
-		v := startVictim(t, "10m")
+		v := startVictim(t, "10m", false)
 		v.cmd.Process.Kill()
 		v.check(t, "signal: killed")
 	})
 	t.Run("timeout", func(t *testing.T) {
 		// The victim's timer runs from its start: it must come up (a
-		// mount, a -race binary, a loaded machine) within the timeout.
-		v := startVictim(t, "5s")
+		// mount, a -race binary, a loaded machine) within the timeout,
+		// less the guard's margin (a tenth).
+		v := startVictim(t, "5s", true)
 		v.check(t, "exit status 2")
-		if log, _ := os.ReadFile(v.log); !strings.Contains(string(log), "test timed out") {
+		log, _ := os.ReadFile(v.log)
+		if !strings.Contains(string(log), "test timed out") {
 			t.Errorf("the victim did not die by the timeout:\n%s", log)
+		}
+		if !strings.Contains(string(log), "deadline is near: aborting") {
+			t.Errorf("the guard did not abort the mount before the timeout:\n%s", log)
 		}
 	})
 }
@@ -69,13 +75,18 @@ func TestGuardVictim(t *testing.T) {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The classic transport: a FLUSH queued on an io_uring entry whose
-	// owner is the very thread closing the files waits for task work
-	// that thread would run only after it (seen on 6.18: the abort then
-	// leaves the request in the ring's FUSE_REQ state, and the process in
-	// D state until reboot). No abort can end that; see the package
+	// The classic transport for a SIGKILL: a FLUSH queued on an io_uring
+	// entry whose owner is the very thread closing the files waits for
+	// task work that thread would run only after it (seen on 6.18: an
+	// abort then leaves the request in the ring's FUSE_REQ state, and the
+	// process in D state until reboot). Only an abort before the exit
+	// helps there, which the guard makes for a timeout; see the package
 	// comment of internal/exitguard.
-	if _, err := fs.Mount(sys, mnt, fs.Options{Transport: fs.TransportClassic}); err != nil {
+	opts := fs.Options{Transport: fs.TransportClassic}
+	if os.Getenv(victimURingEnv) != "" {
+		opts.Transport = "" // io_uring where the kernel has it: the timeout's abort comes first
+	}
+	if _, err := fs.Mount(sys, mnt, opts); err != nil {
 		t.Fatal(err)
 	}
 	guardPid := 0
@@ -122,7 +133,10 @@ type victim struct {
 	netns  string
 }
 
-func startVictim(t *testing.T, timeout string) *victim {
+// startVictim starts the victim with go test's -timeout; uring lets it
+// serve its mount with the default transport (io_uring where the kernel
+// has it), which only an abort before the exit can save.
+func startVictim(t *testing.T, timeout string, uring bool) *victim {
 	t.Helper()
 	dir := t.TempDir()
 	v := &victim{dir: dir, log: filepath.Join(dir, "victim.log"), done: make(chan error, 1), pidfds: map[string]int{}}
@@ -133,6 +147,9 @@ func startVictim(t *testing.T, timeout string) *victim {
 	defer logf.Close()
 	v.cmd = exec.Command(os.Args[0], "-test.run=^TestGuardVictim$", "-test.timeout="+timeout)
 	v.cmd.Env = append(os.Environ(), victimDirEnv+"="+dir)
+	if uring {
+		v.cmd.Env = append(v.cmd.Env, victimURingEnv+"=1")
+	}
 	// A file, not a pipe: the victim's guard inherits it and outlives
 	// the victim, and Wait would wait for it.
 	v.cmd.Stderr = logf

@@ -23,9 +23,12 @@
 // a ring entry whose owner is the exiting thread itself. Its delivery is
 // task work of that thread, which runs only after the thread has closed
 // its files (seen on 6.18: the abort leaves the request in the entry's
-// FUSE_REQ state and the process in D state until reboot). A process
-// that may die holding files of a mount it serves must serve that mount
-// with the classic transport, or from another process.
+// FUSE_REQ state and the process in D state until reboot). So an abort
+// must come before the exit: AbortAt does, for a death announced by a
+// deadline (go test's -timeout); a process that may die otherwise (a
+// SIGKILL, a panic) holding files of a mount it serves over io_uring
+// must serve that mount with the classic transport, or from another
+// process.
 package exitguard
 
 import (
@@ -66,8 +69,9 @@ func init() {
 
 // msg is one request to the guard, a JSON line.
 type msg struct {
-	Op   string   `json:"op"` // hello, mount, proc, cmd, drop, join
+	Op   string   `json:"op"` // hello, mount, proc, cmd, drop, join, deadline
 	ID   uint64   `json:"id,omitempty"`
+	At   int64    `json:"at,omitempty"` // a deadline, Unix nanoseconds
 	Dir  string   `json:"dir,omitempty"`
 	PID  int      `json:"pid,omitempty"`
 	Argv []string `json:"argv,omitempty"`
@@ -260,6 +264,14 @@ func (g *Guard) Command(argv ...string) (Reg, error) {
 
 // Pid is the guard process's pid.
 func (g *Guard) Pid() int { return g.cmd.Process.Pid }
+
+// AbortAt has the guard abort the FUSE connections of the registered
+// mounts at t, while the parent still runs: for a test binary, just
+// before go test's -timeout panic. An abort after the parent's end may
+// come too late (see the package comment); this one cannot.
+func (g *Guard) AbortAt(t time.Time) error {
+	return g.do(msg{Op: "deadline", At: t.UnixNano()})
+}
 
 // Env is the environment entry that lets a child started with it
 // register itself (Join).

@@ -48,6 +48,8 @@ type guard struct {
 	procs  map[uint64]proc
 	cmds   map[uint64][]string
 	nextID uint64 // for joins, counting down from the top: never a parent's ID
+	// deadline fires when the parent's announced death is near (AbortAt).
+	deadline *time.Timer
 }
 
 // proc is a registered process. A process that leads a process group of
@@ -101,7 +103,14 @@ func serve(parentPID string) int {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for n := 0; ; n++ {
+		var deadline <-chan time.Time
+		if g.deadline != nil {
+			deadline = g.deadline.C
+		}
 		select {
+		case <-deadline:
+			g.deadline = nil
+			g.abortMounts(g.log.WithField("parent", g.parent), "the parent's deadline is near")
 		case r := <-reqs:
 			r.done <- g.handle(r)
 		case <-tick.C:
@@ -232,6 +241,11 @@ func (g *guard) handle(r request) error {
 		g.nextID--
 	case "cmd":
 		g.cmds[m.ID] = m.Argv
+	case "deadline":
+		if g.deadline != nil {
+			g.deadline.Stop()
+		}
+		g.deadline = time.NewTimer(time.Until(time.Unix(0, m.At)))
 	case "drop":
 		delete(g.mounts, m.ID)
 		if p, ok := g.procs[m.ID]; ok {
@@ -275,23 +289,7 @@ func (g *guard) cleanUp() {
 	}
 	log := g.log.WithFields(logrus.Fields{"parent": g.parent, "mounts": len(g.mounts), "processes": len(g.procs), "commands": len(g.cmds)})
 	log.Warn("parent exited without undoing everything; cleaning up")
-	table, err := mountTable()
-	if err != nil {
-		log.WithError(err).Error("mount table")
-	}
-	var live []mountEntry
-	for _, e := range g.mounts {
-		if has(table, e) {
-			live = append(live, e)
-		}
-	}
-	for _, e := range live {
-		if e.fuse() {
-			if err := fusectl.Abort(fusectl.Conn(e.major, e.minor)); err != nil {
-				log.WithError(err).WithField("dir", e.dir).Warn("abort")
-			}
-		}
-	}
+	live := g.abortMounts(log, "")
 	for _, p := range g.procs {
 		p.kill()
 	}
@@ -318,6 +316,34 @@ func (g *guard) cleanUp() {
 	for _, id := range ids {
 		runUndo(log, g.cmds[id])
 	}
+}
+
+// abortMounts aborts the connections of the registered FUSE mounts that
+// are still in place, and returns every registered mount in place. A
+// non-empty why is logged when there is something to abort.
+func (g *guard) abortMounts(log *logrus.Entry, why string) []mountEntry {
+	table, err := mountTable()
+	if err != nil {
+		log.WithError(err).Error("mount table")
+	}
+	var live []mountEntry
+	for _, e := range g.mounts {
+		if has(table, e) {
+			live = append(live, e)
+		}
+	}
+	for _, e := range live {
+		if !e.fuse() {
+			continue
+		}
+		if why != "" {
+			log.WithField("dir", e.dir).Warnf("%s: aborting the FUSE connection", why)
+		}
+		if err := fusectl.Abort(fusectl.Conn(e.major, e.minor)); err != nil {
+			log.WithError(err).WithField("dir", e.dir).Warn("abort")
+		}
+	}
+	return live
 }
 
 func runUndo(log *logrus.Entry, argv []string) {

@@ -1,9 +1,11 @@
 package testutil
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 )
@@ -13,14 +15,42 @@ import (
 // is killed leaves no mount, process, namespace or loop device behind.
 // TestMain calls it before m.Run; a failure is printed, and the tests
 // that need the guard then fail (Guard).
+//
+// It parses the command line (m.Run would) for -test.timeout: just before
+// that timeout's panic the guard aborts the binary's mounts, while an
+// abort can still end every wait on them (exitguard.Guard.AbortAt).
 func StartGuard() {
 	g, err := exitguard.Shared()
 	if err == nil {
 		err = g.Export()
 	}
+	if d := testTimeout(); err == nil && d > 0 {
+		err = g.AbortAt(time.Now().Add(d - min(d/10, timeoutMargin)))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warning:", err)
 	}
+}
+
+// timeoutMargin is how long before -test.timeout the guard aborts: the
+// timer of the testing package starts a little after StartGuard's.
+const timeoutMargin = 2 * time.Second
+
+// testTimeout is -test.timeout, or 0.
+func testTimeout() time.Duration {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return 0
+	}
+	d, _ := g.Get().(time.Duration)
+	return d
 }
 
 // JoinGuard registers a child of a test binary (a helper process) with
