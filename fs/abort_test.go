@@ -30,6 +30,7 @@ func mountAt(t *testing.T, sys *device.System, dir string) *fs.FS {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testutil.GuardMount(t, dir)
 	return f
 }
 

@@ -74,6 +74,7 @@ func bareGoFuseMount(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	testutil.GuardMount(b, dir)
 	b.Cleanup(func() { server.Unmount() })
 	return dir + "/node"
 }

@@ -60,6 +60,7 @@ func mountLogged(t *testing.T, cfg device.Config) (string, *fs.FS, *syncBuffer) 
 		sys.Close()
 		t.Fatal(err)
 	}
+	testutil.GuardMount(t, dir)
 	t.Cleanup(func() {
 		f.Unmount()
 		f.Abort()

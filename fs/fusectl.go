@@ -1,21 +1,12 @@
 package fs
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
-)
 
-const (
-	fusectlDir        = "/sys/fs/fuse/connections"
-	fusectlSuperMagic = 0x65735543
+	"github.com/neuronfs/neuronfs/internal/fusectl"
 )
-
-// kernelDev is the kernel's dev_t of a mount, which fusectl uses to name
-// its connection.
-func kernelDev(major, minor uint64) uint64 { return major<<20 | minor }
 
 // PinnedMount describes the FUSE mount a descriptor pins (an O_PATH open
 // of its root or of any file in it), read without asking its daemon.
@@ -31,7 +22,7 @@ func Pinned(fd int) (PinnedMount, error) {
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &stx); err != nil {
 		return PinnedMount{}, fmt.Errorf("statx: %w", err)
 	}
-	return PinnedMount{ID: stx.Mnt_id, Dev: kernelDev(uint64(stx.Dev_major), uint64(stx.Dev_minor))}, nil
+	return PinnedMount{ID: stx.Mnt_id, Dev: fusectl.Conn(uint64(stx.Dev_major), uint64(stx.Dev_minor))}, nil
 }
 
 // AbortPinned aborts the FUSE connection of the mount fd pins, through
@@ -43,37 +34,12 @@ func Pinned(fd int) (PinnedMount, error) {
 // freed while the abort is written; without it, an abort sent after an
 // unmount ends a stranger's connection (seen: another daemon's mount
 // failing its INIT with ENODEV).
-//
-// fusectl is mounted at its usual place if the host has not, or on a
-// private directory if that place cannot take it (a read-only /sys).
 func AbortPinned(fd int) error {
 	m, err := Pinned(fd)
 	if err != nil {
 		return fmt.Errorf("abort fuse connection: %w", err)
 	}
-	dir := fusectlDir
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil || st.Type != fusectlSuperMagic {
-		if err := unix.Mount("fusectl", dir, "fusectl", 0, ""); err != nil {
-			tmp, terr := os.MkdirTemp("", "neuronfs-fusectl-")
-			if terr != nil {
-				return fmt.Errorf("mount fusectl: %w", err)
-			}
-			defer os.Remove(tmp)
-			if err := unix.Mount("fusectl", tmp, "fusectl", 0, ""); err != nil {
-				return fmt.Errorf("mount fusectl: %w", err)
-			}
-			defer unix.Unmount(tmp, unix.MNT_DETACH)
-			dir = tmp
-		}
-	}
-	path := fmt.Sprintf("%s/%d/abort", dir, m.Dev)
-	if err := os.WriteFile(path, []byte("1"), 0); errors.Is(err, os.ErrNotExist) {
-		return nil // not a FUSE mount, or its connection has already ended
-	} else if err != nil {
-		return fmt.Errorf("abort fuse connection: %w", err)
-	}
-	return nil
+	return fusectl.Abort(m.Dev)
 }
 
 // Abort ends the connection before this process exits. A daemon thread
@@ -100,7 +66,7 @@ func (f *FS) repin() {
 		return
 	}
 	dev := f.mountDev.Load()
-	if m, err := Pinned(pin); err != nil || m.Dev != kernelDev(dev>>32, dev&0xffffffff) || !f.abortPin.CompareAndSwap(-1, int32(pin)) {
+	if m, err := Pinned(pin); err != nil || m.Dev != fusectl.Conn(dev>>32, dev&0xffffffff) || !f.abortPin.CompareAndSwap(-1, int32(pin)) {
 		unix.Close(pin)
 	}
 }

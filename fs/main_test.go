@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
@@ -13,8 +14,10 @@ import (
 func TestMain(m *testing.M) {
 	testenv.QuickRaceExit()
 	if mode := os.Getenv("NEURONFS_TEST_HELPER"); mode != "" {
+		testutil.JoinGuard()
 		os.Exit(helperMain(mode, os.Args))
 	}
+	testutil.StartGuard()
 	os.Exit(m.Run())
 }
 

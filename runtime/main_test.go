@@ -10,6 +10,8 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/fs/testutil"
+	"github.com/neuronfs/neuronfs/internal/exitguard"
 	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
@@ -21,6 +23,7 @@ var exampleRoot string
 func TestMain(m *testing.M) {
 	testenv.QuickRaceExit()
 	flag.Parse()
+	testutil.StartGuard()
 	unmount, err := mountExampleHost()
 	if err != nil {
 		if os.Getenv("NEURONFS_REQUIRE_FUSE") == "1" {
@@ -65,10 +68,16 @@ func mountExampleHost() (func(), error) {
 		return func() {}, err
 	}
 	exampleRoot = dir
+	// A binary that dies in the examples leaves the mount to its guard.
+	var guarded exitguard.Reg
+	if g, err := exitguard.Shared(); err == nil {
+		guarded, _ = g.Mount(dir)
+	}
 	return func() {
 		if err := f.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "unmount the examples' host:", err)
 		}
+		guarded.Release()
 		sys.Close()
 		os.Remove(dir)
 	}, nil

@@ -26,12 +26,15 @@ import (
 func TestMain(m *testing.M) {
 	testenv.QuickRaceExit()
 	if len(os.Args) == 3 && os.Args[1] == "__client" {
+		testutil.JoinGuard()
 		os.Exit(clients[os.Args[2]]())
 	}
 	if os.Getenv("NEURONFS_AS_MAIN") == "1" {
+		testutil.JoinGuard()
 		main()
 		return
 	}
+	testutil.StartGuard()
 	os.Exit(m.Run())
 }
 
@@ -94,10 +97,12 @@ func neuronfs(t *testing.T, args ...string) *exec.Cmd {
 
 // hostView is what `run` could change on the host, and nothing else: any
 // program may add or remove host devices meanwhile (a loop device, a
-// pty), so entry counts are no measure. It lists the neuron entries of
-// /dev and of the sysfs directories run covers, the mount table under
-// /dev, /sys and /proc/devices (and any neuronfs mount outside a test's
-// temporary directory), and the neuron lines of /proc/devices.
+// pty), so entry counts are no measure. Nor is any other mount: another
+// run's leftovers may come and go. It lists the neuron entries of /dev
+// and of the sysfs directories run covers, the mount table under /dev
+// (where run mounts its file system, at /dev/.neuronfs, in its own
+// namespace), /sys and /proc/devices, and the neuron lines of
+// /proc/devices.
 func hostView(t *testing.T) string {
 	var b strings.Builder
 	for _, dir := range []string{"/dev", "/sys/class", "/sys/devices/virtual", "/sys/module", "/sys/bus/pci/drivers"} {
@@ -118,10 +123,9 @@ func hostView(t *testing.T) string {
 			fmt.Fprintf(&b, "/sys/dev/char/%s -> %s\n", e.Name(), target)
 		}
 	}
-	// Mounts under /dev and /sys and over /proc/devices, and any neuronfs
-	// mount outside a test's temporary directory (tests of other packages
-	// mount there). The FUSE control filesystem is left out: aborting a
-	// connection mounts it where the kernel expects it, once per boot.
+	// Mounts under /dev and /sys and over /proc/devices. The FUSE control
+	// filesystem is left out: aborting a connection mounts it where the
+	// kernel expects it, once per boot.
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
@@ -136,8 +140,7 @@ func hostView(t *testing.T) string {
 		if mp == "/sys/fs/fuse/connections" {
 			continue
 		}
-		if under("/dev") || under("/sys") || under("/proc/devices") ||
-			(strings.Contains(line, "neuronfs") && !strings.HasPrefix(mp, os.TempDir())) {
+		if under("/dev") || under("/sys") || under("/proc/devices") {
 			b.WriteString(line + "\n")
 		}
 	}

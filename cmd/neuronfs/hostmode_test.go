@@ -132,15 +132,30 @@ func (h hostScenario) neuronfs(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// snapshot is what must come back exactly: the mount table and the
-// directories host mode touches.
+// snapshot is what must come back exactly: the mounts where host mode
+// mounts (/dev, /sys, its state directory) and the directories it
+// touches. Nothing else: the namespace starts as a copy of the host's,
+// with whatever another run left behind, and cleanup rightly detaches
+// such a leftover if its daemon is dead. The FUSE control filesystem is
+// left out: an abort mounts it where the kernel expects it.
 func (h hostScenario) snapshot() (string, error) {
 	var b strings.Builder
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return "", err
 	}
-	b.Write(mi)
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] == "/sys/fs/fuse/connections" {
+			continue
+		}
+		for _, dir := range []string{"/dev", "/sys", h.state} {
+			if f[4] == dir || strings.HasPrefix(f[4], dir+"/") {
+				b.WriteString(line + "\n")
+				break
+			}
+		}
+	}
 	for _, dir := range []string{"/dev", "/sys/class", "/sys/devices/virtual", "/sys/module", h.state} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {

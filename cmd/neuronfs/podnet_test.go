@@ -69,6 +69,9 @@ func newNetPod(t *testing.T, size int) *netPod {
 	requireNetns(t)
 	id := fmt.Sprintf("nfs%d-%d", os.Getpid(), netnsSeq.Add(1))
 	br := id + "-br"
+	// Registered with the guard first: a binary that dies anywhere after
+	// the add still loses the namespace.
+	testutil.GuardCommand(t, "ip", "netns", "del", br)
 	ip(t, "netns", "add", br)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", br).Run() })
 	ip(t, "-n", br, "link", "add", "br0", "type", "bridge")
@@ -77,6 +80,7 @@ func newNetPod(t *testing.T, size int) *netPod {
 	var addrs []string
 	for i := 0; i < size; i++ {
 		ns := fmt.Sprintf("%s-%d", id, i)
+		testutil.GuardCommand(t, "ip", "netns", "del", ns)
 		ip(t, "netns", "add", ns)
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
 		port := fmt.Sprintf("p%d", i)

@@ -56,6 +56,8 @@ func BigFileDir(t testing.TB, imageSize int64) string {
 	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mounting an XFS image: %v\n%s", err, out)
 	}
+	// Its loop device goes with the last unmount (mount sets autoclear).
+	GuardMount(t, mnt)
 	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 	return mnt
 }

@@ -52,6 +52,7 @@ func StartDaemonOptions(t testing.TB, cfg device.Config, opts fs.Options) *Daemo
 		t.Fatal(err)
 	}
 	d := &Daemon{Dir: dir, Sys: sys, FS: f}
+	GuardMount(t, dir)
 	t.Cleanup(func() {
 		if d.wedged.Load() {
 			// Goroutines of the daemon hold its locks for good: waiting
