@@ -7,7 +7,6 @@ import (
 
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 
@@ -23,31 +22,11 @@ func BenchmarkExecProgram(b *testing.B) {
 			name = "op=doorbell-END-program"
 		}
 		b.Run(name, func(b *testing.B) {
-			noop := noopIoctl(b)
-			dir, _ := testutil.Mount(b, "trn2.48xlarge")
-			dev, err := runtime.Host{Root: dir}.Open(0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer dev.Close()
-			sp := execBench(b, dev, 0)
+			noop, dev, sp := execBenchHost(b)
 			if program {
 				deliverSPProgram(b, dev)
 			}
-			ring := func() time.Duration {
-				t0 := time.Now()
-				if err := dev.Doorbell(0, 0, 1); err != nil {
-					b.Fatal(err)
-				}
-				deadline := t0.Add(10 * time.Second)
-				if code, ok := sp.wait(deadline); !ok || code != runtime.RecordStart {
-					b.Fatalf("START: %d %v", code, ok)
-				}
-				if code, ok := sp.wait(deadline); !ok || code != runtime.RecordEnd {
-					b.Fatalf("END: %d %v", code, ok)
-				}
-				return time.Since(t0)
-			}
+			ring := func() time.Duration { return ringUntilEnd(b, dev, sp) }
 			ring() // the program's first doorbell also starts it
 			interleave(b.N, noop, ring).report(b)
 		})
