@@ -23,13 +23,14 @@ func cmdExec(args []string) int {
 	fl := newFlagSet(execCmd)
 	uid := fl.Int("uid", os.Getuid(), "")
 	gid := fl.Int("gid", os.Getgid(), "")
+	direct := fl.Bool("direct", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
 	goruntime.LockOSThread()
-	listener, err := chardev.InstallFilter()
+	listener, err := chardev.InstallFilter(*direct)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 126

@@ -124,9 +124,16 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //   - mremap that grows a mapping (new length above old), wherever it is:
 //     the filter cannot tell device mappings by their address.
 //
+// With direct set (device descriptors are not FUSE files, see
+// Config.Direct), also:
+//   - ioctl and close of a descriptor from FDBase up;
+//   - close_range whose range reaches FDBase (without CLOSE_RANGE_CLOEXEC
+//     it closes those);
+//   - dup2/dup3 onto a descriptor from FDBase up, which it closes first.
+//
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
-func filter() []unix.SockFilter {
+func filter(direct bool) []unix.SockFilter {
 	a := &asm{labels: map[string]int{}}
 	a.stmt(bpfLdW, offArch)
 	a.jump(bpfJeq, auditArchX8664, "", "allow")
@@ -143,6 +150,11 @@ func filter() []unix.SockFilter {
 	a.jump(bpfJeq, unix.SYS_DUP2, "dup2", "")
 	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
 	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
+	if direct {
+		a.jump(bpfJeq, unix.SYS_IOCTL, "fd0", "")
+		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
+		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
+	}
 	a.goTo("allow")
 
 	a.label("open")
@@ -170,7 +182,15 @@ func filter() []unix.SockFilter {
 	a.label("dup2")
 	a.stmt(bpfLdW, argLow(1))
 	a.jump(bpfJset, 0x80000000, "allow", "")
-	a.jump(bpfJge, FDBase, "allow", "fd0")
+	if direct {
+		a.jump(bpfJge, FDBase, "notify", "fd0")
+		// close_range's bounds are unsigned.
+		a.label("closerange")
+		a.stmt(bpfLdW, argLow(1))
+		a.jump(bpfJge, FDBase, "notify", "allow")
+	} else {
+		a.jump(bpfJge, FDBase, "allow", "fd0")
+	}
 	a.label("fcntl")
 	a.stmt(bpfLdW, argLow(1))
 	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
@@ -208,9 +228,10 @@ func filter() []unix.SockFilter {
 
 // InstallFilter installs the filter on the calling thread (which must stay
 // locked to its goroutine until it execs) and returns the listener fd.
-// The caller must have CAP_SYS_ADMIN or no_new_privs set.
-func InstallFilter() (int, error) {
-	prog := filter()
+// The caller must have CAP_SYS_ADMIN or no_new_privs set. direct also
+// sends the calls Config.Direct serves.
+func InstallFilter(direct bool) (int, error) {
+	prog := filter(direct)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {

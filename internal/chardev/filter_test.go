@@ -117,12 +117,51 @@ func TestFilterDecisions(t *testing.T) {
 		{"read", unix.SYS_READ, []uint64{in, path, 10}, allow},
 		{"ioctl", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, allow},
 	} {
-		if got := run(t, filter(), auditArchX8664, c.nr, c.args...); got != c.want {
+		if got := run(t, filter(false), auditArchX8664, c.nr, c.args...); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
 	}
 	// Another architecture's calls pass (its numbers mean other calls).
-	if got := run(t, filter(), 0x40000003, unix.SYS_OPEN, path, 0); got != allow {
+	if got := run(t, filter(false), 0x40000003, unix.SYS_OPEN, path, 0); got != allow {
 		t.Errorf("i386 call: %#x", got)
+	}
+}
+
+// With direct descriptors the filter also sends their ioctls and closes,
+// and what replaces them; the rest decides as without.
+func TestFilterDecisionsDirect(t *testing.T) {
+	const (
+		notify = unix.SECCOMP_RET_USER_NOTIF
+		allow  = unix.SECCOMP_RET_ALLOW
+	)
+	neg := func(v int64) uint64 { return uint64(v) }
+	in, low := uint64(FDBase+7), uint64(3)
+	path := uint64(0x7fff0000)
+	for _, c := range []struct {
+		name string
+		nr   int
+		args []uint64
+		want uint32
+	}{
+		{"ioctl low", unix.SYS_IOCTL, []uint64{low, 0x40084e64, path}, allow},
+		{"ioctl in range", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, notify},
+		{"ioctl -1", unix.SYS_IOCTL, []uint64{neg(-1), 0x40084e64, path}, allow},
+		{"close low", unix.SYS_CLOSE, []uint64{low}, allow},
+		{"close in range", unix.SYS_CLOSE, []uint64{in}, notify},
+		{"close_range low", unix.SYS_CLOSE_RANGE, []uint64{3, 100, 0}, allow},
+		{"close_range to ~0", unix.SYS_CLOSE_RANGE, []uint64{3, 0xffffffff, 0}, notify},
+		{"close_range reaching base", unix.SYS_CLOSE_RANGE, []uint64{3, FDBase, 0}, notify},
+		{"dup2 low to in range", unix.SYS_DUP2, []uint64{low, in}, notify},
+		{"dup2 in range to in range", unix.SYS_DUP2, []uint64{in, in + 1}, notify},
+		{"dup3 low to low", unix.SYS_DUP3, []uint64{low, low + 1, 0}, allow},
+		{"dup2 in range to low", unix.SYS_DUP2, []uint64{in, low}, notify},
+		{"dup2 to -1", unix.SYS_DUP2, []uint64{in, neg(-1)}, allow},
+		{"fstat in range", unix.SYS_FSTAT, []uint64{in, 0}, notify},
+		{"mmap in range", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_SHARED, in, 0}, notify},
+		{"read", unix.SYS_READ, []uint64{in, path, 10}, allow},
+	} {
+		if got := run(t, filter(true), auditArchX8664, c.nr, c.args...); got != c.want {
+			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
+		}
 	}
 }
