@@ -13,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/internal/chardev"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // Direct serves device descriptors that are the device's physical-memory
@@ -40,31 +42,40 @@ type Direct struct {
 	inotify *os.File
 	scan    chan struct{}
 	done    chan struct{}
+
+	mu    lockrank.Mutex[lockrank.Transport] // guards next and opens; a leaf
+	next  int64
+	opens map[int64]*directOpen // by lock byte
 }
 
-// directDev is one device's direct opens.
+// directDev is one device's physical-memory file.
 type directDev struct {
 	dev   *device.Device
-	path  string // a path of the physical-memory file, to reopen it
+	path  string // a path of the file, to reopen it
 	probe int    // an O_RDWR open of the file that asks about locks
+	// lockFile is how /proc/PID/fdinfo names the file in a lock line
+	// ("MAJ:MIN:INO", hex device numbers).
+	lockFile string
+}
 
-	mu    lockrank.Mutex[lockrank.Transport] // guards next and files; a leaf
-	next  int64
-	files map[int64]*device.File // by lock byte
+// directOpen is one open of a device node, as a direct descriptor.
+type directOpen struct {
+	file *device.File
+	dev  *directDev
 }
 
 // lockBase is the first lock byte: above any physical address, below
-// the largest offset a lock may have.
-const lockBase = int64(1) << 62
+// the largest offset a lock may have. The supervisor refuses a client's
+// OFD lock from there up.
+const lockBase = chardev.DirectLockBase
 
 // DirectRescan is how often the opens are checked without a close event,
-// for a last reference that goes without one (a copy passed away and
-// closed in a process the supervisor does not see).
+// for a last reference that goes without one the daemon hears of.
 const DirectRescan = time.Second
 
 // NewDirect prepares direct descriptors for every device.
 func (f *FS) NewDirect() (*Direct, error) {
-	x := &Direct{fsys: f, log: f.log, scan: make(chan struct{}, 1), done: make(chan struct{})}
+	x := &Direct{fsys: f, log: f.log, scan: make(chan struct{}, 1), done: make(chan struct{}), opens: map[int64]*directOpen{}}
 	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("fs: direct descriptors: inotify: %w", err)
@@ -77,7 +88,14 @@ func (f *FS) NewDirect() (*Direct, error) {
 			x.Close()
 			return nil, fmt.Errorf("fs: direct descriptors: reopen %s memory: %w", d.Name(), err)
 		}
-		x.devs = append(x.devs, &directDev{dev: d, path: path, probe: probe, files: map[int64]*device.File{}})
+		var st unix.Stat_t
+		if err := unix.Fstat(probe, &st); err != nil {
+			unix.Close(probe)
+			x.Close()
+			return nil, fmt.Errorf("fs: direct descriptors: %s memory: %w", d.Name(), err)
+		}
+		lockFile := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+		x.devs = append(x.devs, &directDev{dev: d, path: path, probe: probe, lockFile: lockFile})
 		if _, err := unix.InotifyAddWatch(in, path, unix.IN_CLOSE_WRITE|unix.IN_CLOSE_NOWRITE); err != nil {
 			x.log.WithError(err).Debugf("no close events for %s memory; its opens are checked every %v", d.Name(), DirectRescan)
 		}
@@ -119,8 +137,7 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 		return -1, syscall.ENODEV
 	}
 	d := x.devs[i]
-	caller := x.fsys.directCaller(tid)
-	file, errno := x.fsys.open(context.Background(), d.dev, caller, flags)
+	file, errno := x.fsys.open(context.Background(), d.dev, x.fsys.directCaller(tid), flags)
 	if errno != 0 {
 		return -1, errno
 	}
@@ -135,11 +152,11 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 		x.fsys.release(file, tid)
 		return -1, fmt.Errorf("fs: reopen %s memory: %w", d.dev.Name(), err)
 	}
-	d.mu.Lock()
-	at := lockBase + d.next
-	d.next++
-	d.mu.Unlock()
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: at, Len: 1}
+	x.mu.Lock()
+	at := lockBase + x.next
+	x.next++
+	x.mu.Unlock()
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Start: at, Len: 1}
 	if acc == unix.O_RDONLY {
 		lk.Type = unix.F_RDLCK
 	}
@@ -148,35 +165,64 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 		x.fsys.release(file, tid)
 		return -1, fmt.Errorf("fs: lock an open of %s: %w", d.dev.Name(), err)
 	}
-	d.mu.Lock()
-	d.files[at] = file
-	d.mu.Unlock()
+	x.mu.Lock()
+	x.opens[at] = &directOpen{file: file, dev: d}
+	x.mu.Unlock()
 	return fd, nil
 }
 
-// Ioctl serves ioctl(fd, cmd, arg) of task tid on its descriptor fd of
-// device i: the result to return, or the errno.
-func (x *Direct) Ioctl(i int, tid int32, fd int32, cmd uint32, arg uint64) (int64, syscall.Errno) {
-	file, ok := x.file(i, tid, fd)
-	if !ok {
-		return 0, syscall.EBADF
+// Lookup finds the open behind task tid's descriptor fd from the lock its
+// fdinfo lists.
+func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
+	var path [64]byte
+	p := append(path[:0], "/proc/"...)
+	p = strconv.AppendInt(p, int64(tid), 10)
+	p = append(p, "/fdinfo/"...)
+	p = strconv.AppendInt(p, int64(fd), 10)
+	var buf [1024]byte
+	n, err := readSmall(string(p), buf[:])
+	if err != nil {
+		return nil, false
 	}
-	res, errno := x.fsys.ioctl(context.Background(), file, x.fsys.directCaller(tid), cmd, arg, nil, nil)
+	file, at, ok := lockOf(buf[:n])
+	if !ok {
+		return nil, false
+	}
+	x.mu.Lock()
+	o, ok := x.opens[at]
+	x.mu.Unlock()
+	if !ok || o.dev.lockFile != file {
+		return nil, false
+	}
+	return o, true
+}
+
+// Ioctl serves ioctl(fd, cmd, arg) of task tid on an open Lookup found:
+// the result to return, or the errno.
+func (x *Direct) Ioctl(open any, tid int32, cmd uint32, arg uint64) (int64, syscall.Errno) {
+	o := open.(*directOpen)
+	res, errno := x.fsys.ioctl(context.Background(), o.file, x.fsys.directCaller(tid), cmd, arg, nil, nil)
 	if errno != 0 {
 		return 0, errno
 	}
 	if res < 0 {
-		return 0, syscall.Errno(-res)
+		e := syscall.Errno(-res)
+		if e == ioctl.ENOIOCTLCMD {
+			e = syscall.ENOTTY // as the VFS shows it
+		}
+		return 0, e
 	}
 	return int64(res), 0
 }
 
-// Flush runs the driver's flush for a close of tid's descriptor fd of
-// device i, before the close goes ahead.
-func (x *Direct) Flush(i int, tid int32, fd int32) {
-	if file, ok := x.file(i, tid, fd); ok {
-		x.fsys.flush(context.Background(), file, x.fsys.directCaller(tid))
-	}
+// Waits reports whether command cmd may wait for long, as the io_uring
+// transport's offload policy decides (transport.go).
+func (x *Direct) Waits(cmd uint32) bool { return x.fsys.ioctlWaits(cmd) }
+
+// Flush runs the driver's flush for task tid's close of a descriptor of
+// an open Lookup found, before the close goes ahead.
+func (x *Direct) Flush(open any, tid int32) {
+	x.fsys.flush(context.Background(), open.(*directOpen).file, x.fsys.directCaller(tid))
 }
 
 // Closed says a close went ahead: some open may have lost its last
@@ -188,28 +234,6 @@ func (x *Direct) Closed() {
 	}
 }
 
-// file finds the open behind tid's descriptor fd of device i from the
-// lock its fdinfo lists.
-func (x *Direct) file(i int, tid int32, fd int32) (*device.File, bool) {
-	if i < 0 || i >= len(x.devs) {
-		return nil, false
-	}
-	var buf [1024]byte
-	n, err := readSmall(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd), buf[:])
-	if err != nil {
-		return nil, false
-	}
-	at, ok := lockStart(buf[:n])
-	if !ok {
-		return nil, false
-	}
-	d := x.devs[i]
-	d.mu.Lock()
-	file, ok := d.files[at]
-	d.mu.Unlock()
-	return file, ok
-}
-
 func readSmall(path string, buf []byte) (int, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -219,24 +243,25 @@ func readSmall(path string, buf []byte) (int, error) {
 	return unix.Read(fd, buf)
 }
 
-// lockStart finds the start of the OFD lock from lockBase up in an
-// fdinfo text ("lock:\t1: OFDLCK ADVISORY WRITE -1 00:01:2 START END").
-func lockStart(info []byte) (int64, bool) {
+// lockOf finds the OFD lock from lockBase up in an fdinfo text
+// ("lock:\t1: OFDLCK ADVISORY WRITE -1 00:01:2 START END"): the file it
+// names and its start.
+func lockOf(info []byte) (string, int64, bool) {
 	for line := range bytes.SplitSeq(info, []byte("\n")) {
 		rest, ok := bytes.CutPrefix(line, []byte("lock:"))
 		if !ok || !bytes.Contains(rest, []byte("OFDLCK")) {
 			continue
 		}
 		f := bytes.Fields(rest)
-		if len(f) < 2 {
+		if len(f) < 3 {
 			continue
 		}
 		at, err := strconv.ParseInt(string(f[len(f)-2]), 10, 64)
 		if err == nil && at >= lockBase {
-			return at, true
+			return string(f[len(f)-3]), at, true
 		}
 	}
-	return 0, false
+	return "", 0, false
 }
 
 // watchCloses turns the kernel's close events on the files into scans.
@@ -274,46 +299,50 @@ func (x *Direct) releaser() {
 		case <-x.scan:
 		case <-t.C:
 		}
-		for _, d := range x.devs {
-			x.releaseGone(d)
-		}
+		x.releaseGone()
 	}
 }
 
-// releaseGone releases d's opens whose lock no longer exists: their open
+// releaseGone releases the opens whose lock no longer exists: their open
 // file description had its last reference dropped.
-func (x *Direct) releaseGone(d *directDev) {
-	d.mu.Lock()
-	held := make([]int64, 0, len(d.files))
-	for at := range d.files {
-		held = append(held, at)
+func (x *Direct) releaseGone() {
+	type held struct {
+		at int64
+		o  *directOpen
 	}
-	d.mu.Unlock()
-	for _, at := range held {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: at, Len: 1}
-		if err := unix.FcntlFlock(uintptr(d.probe), unix.F_OFD_GETLK, &lk); err != nil {
+	x.mu.Lock()
+	all := make([]held, 0, len(x.opens))
+	for at, o := range x.opens {
+		all = append(all, held{at, o})
+	}
+	x.mu.Unlock()
+	for _, h := range all {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: h.at, Len: 1}
+		if err := unix.FcntlFlock(uintptr(h.o.dev.probe), unix.F_OFD_GETLK, &lk); err != nil {
 			x.log.WithError(err).Debug("asking for a direct open's lock")
 			continue
 		}
 		if lk.Type != unix.F_UNLCK {
 			continue
 		}
-		d.mu.Lock()
-		file := d.files[at]
-		delete(d.files, at)
-		d.mu.Unlock()
-		if file != nil {
-			x.fsys.release(file, 0)
-		}
+		x.mu.Lock()
+		delete(x.opens, h.at)
+		x.mu.Unlock()
+		x.fsys.release(h.o.file, 0)
 	}
 }
 
 // Opens returns how many direct opens of device i are held (for tests).
 func (x *Direct) Opens(i int) int {
-	d := x.devs[i]
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.files)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, o := range x.opens {
+		if o.dev.dev.Index == i {
+			n++
+		}
+	}
+	return n
 }
 
 // directCaller identifies task tid, which the supervisor saw make the

@@ -1,8 +1,4 @@
 package fs
 
 // ReleaseGone releases at once the direct opens whose last reference went.
-func (x *Direct) ReleaseGone() {
-	for _, d := range x.devs {
-		x.releaseGone(d)
-	}
-}
+func (x *Direct) ReleaseGone() { x.releaseGone() }

@@ -10,25 +10,33 @@ import (
 // the devices' physical-memory files, whose own ioctl answers nothing a
 // driver does, and whose close the driver must see.
 
-// handleIoctl serves an ioctl of a device descriptor through Direct.
+// handleIoctl serves an ioctl of a device descriptor through Direct. A
+// command that answers at once is served here, on the receiving thread,
+// like an inline request of the io_uring transport: handing it to
+// another thread would cost more than the command.
 func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint64) {
 	if s.direct == nil {
 		s.pass(n.ID)
 		return
 	}
-	minor, ok := s.ourFD(n.Pid, fd)
+	file, ok := s.direct.Lookup(int32(n.Pid), fd)
 	if !ok {
 		s.pass(n.ID)
 		return
 	}
 	id, tid := n.ID, n.Pid
-	s.slow(func() {
+	serve := func() {
 		if !s.valid(id) {
 			return
 		}
-		val, errno := s.direct.Ioctl(minor, int32(tid), fd, cmd, arg)
+		val, errno := s.direct.Ioctl(file, int32(tid), cmd, arg)
 		s.respond(id, val, errno, 0)
-	})
+	}
+	if s.direct.Waits(cmd) {
+		s.slow(serve)
+		return
+	}
+	serve()
 }
 
 // handleClose runs the driver's flush for a close of a device
@@ -38,7 +46,7 @@ func (s *Supervisor) handleClose(n *seccompNotif, fd int32) {
 		s.pass(n.ID)
 		return
 	}
-	minor, ok := s.ourFD(n.Pid, fd)
+	file, ok := s.direct.Lookup(int32(n.Pid), fd)
 	if !ok {
 		s.pass(n.ID)
 		return
@@ -46,7 +54,7 @@ func (s *Supervisor) handleClose(n *seccompNotif, fd int32) {
 	id, tid := n.ID, n.Pid
 	s.slow(func() {
 		if s.valid(id) {
-			s.direct.Flush(minor, int32(tid), fd)
+			s.direct.Flush(file, int32(tid))
 		}
 		s.pass(id)
 		s.direct.Closed()
@@ -64,9 +72,9 @@ func (s *Supervisor) handleCloseRange(n *seccompNotif, first, last, flags uint32
 	id, tid := n.ID, n.Pid
 	s.slow(func() {
 		if s.valid(id) {
-			for _, fd := range s.deviceFDs(tid, max(first, FDBase), last) {
-				if minor, ok := s.ourFD(tid, fd); ok {
-					s.direct.Flush(minor, int32(tid), fd)
+			for _, fd := range s.fdsIn(tid, max(first, FDBase), last) {
+				if file, ok := s.direct.Lookup(int32(tid), fd); ok {
+					s.direct.Flush(file, int32(tid))
 				}
 			}
 		}
@@ -78,7 +86,7 @@ func (s *Supervisor) handleCloseRange(n *seccompNotif, first, last, flags uint32
 // handleDupOnto flushes a device descriptor that dup2/dup3 replaces
 // (newfd from FDBase up) before the copy goes ahead.
 func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
-	minor, ok := s.ourFD(n.Pid, newfd)
+	file, ok := s.direct.Lookup(int32(n.Pid), newfd)
 	if !ok || oldfd == newfd {
 		s.pass(n.ID)
 		return
@@ -88,15 +96,15 @@ func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
 		// dup2 onto a descriptor fails with EBADF when oldfd is not
 		// open: then nothing is replaced.
 		if s.valid(id) && s.isOpen(tid, oldfd) {
-			s.direct.Flush(minor, int32(tid), newfd)
+			s.direct.Flush(file, int32(tid))
 		}
 		s.pass(id)
 		s.direct.Closed()
 	})
 }
 
-// deviceFDs lists task tid's descriptors in [lo, hi].
-func (s *Supervisor) deviceFDs(tid uint32, lo, hi uint32) []int32 {
+// fdsIn lists task tid's descriptors in [lo, hi].
+func (s *Supervisor) fdsIn(tid uint32, lo, hi uint32) []int32 {
 	d, err := os.Open("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/fd")
 	if err != nil {
 		return nil

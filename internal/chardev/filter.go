@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // FDBase is the lowest descriptor number a device descriptor gets under
@@ -126,10 +128,13 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //
 // With direct set (device descriptors are not FUSE files, see
 // Config.Direct), also:
-//   - ioctl and close of a descriptor from FDBase up;
+//   - ioctl and close of a descriptor from FDBase up, and an ioctl with
+//     a Neuron command (type 'N') on any descriptor;
 //   - close_range whose range reaches FDBase (without CLOSE_RANGE_CLOEXEC
 //     it closes those);
-//   - dup2/dup3 onto a descriptor from FDBase up, which it closes first.
+//   - dup2/dup3 onto a descriptor from FDBase up, which it closes first;
+//   - fcntl(F_OFD_SETLK, F_OFD_SETLKW) of a descriptor from FDBase up;
+//   - the refusals (refuse.go) with a descriptor argument from FDBase up.
 //
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
@@ -151,9 +156,12 @@ func filter(direct bool) []unix.SockFilter {
 	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
 	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
 	if direct {
-		a.jump(bpfJeq, unix.SYS_IOCTL, "fd0", "")
+		a.jump(bpfJeq, unix.SYS_IOCTL, "ioctl", "")
 		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
 		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
+		for _, r := range refusals {
+			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
+		}
 	}
 	a.goTo("allow")
 
@@ -193,11 +201,48 @@ func filter(direct bool) []unix.SockFilter {
 	}
 	a.label("fcntl")
 	a.stmt(bpfLdW, argLow(1))
+	if direct {
+		a.jump(bpfJeq, unix.F_OFD_SETLK, "fd0", "")
+		a.jump(bpfJeq, unix.F_OFD_SETLKW, "fd0", "")
+	}
 	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
 	a.jump(bpfJeq, unix.F_DUPFD_CLOEXEC, "fcntlmin", "allow")
 	a.label("fcntlmin")
 	a.stmt(bpfLdW, argLow(2))
 	a.jump(bpfJge, FDBase, "allow", "fd0")
+
+	if direct {
+		// Any descriptor from FDBase up, and a Neuron command on any
+		// descriptor: a copy of a device descriptor below FDBase
+		// (dup2 onto a low number, or no number free from FDBase up)
+		// must still reach the driver.
+		a.label("ioctl")
+		a.stmt(bpfLdW, argLow(0))
+		a.jump(bpfJset, 0x80000000, "ioctltype", "")
+		a.jump(bpfJge, FDBase, "notify", "")
+		a.label("ioctltype")
+		a.stmt(bpfLdW, argLow(1))
+		a.stmt(bpfAnd, 0xff00)
+		a.jump(bpfJeq, ioctl.Magic<<8, "notify", "allow")
+
+		// A refusal: notify if any of its descriptor arguments is in
+		// the range.
+		for _, r := range refusals {
+			a.label(refusalLabel(r.nr))
+			for k, i := range r.fdArgs {
+				next := "allow"
+				if k < len(r.fdArgs)-1 {
+					next = fmt.Sprintf("%s.%d", refusalLabel(r.nr), k+1)
+				}
+				if k > 0 {
+					a.label(fmt.Sprintf("%s.%d", refusalLabel(r.nr), k))
+				}
+				a.stmt(bpfLdW, argLow(i))
+				a.jump(bpfJset, 0x80000000, next, "")
+				a.jump(bpfJge, FDBase, "notify", next)
+			}
+		}
+	}
 
 	a.label("mremap")
 	// Notify if new length (arg 2) > old length (arg 1), as 64-bit
@@ -225,6 +270,8 @@ func filter(direct bool) []unix.SockFilter {
 	a.stmt(bpfRet, unix.SECCOMP_RET_ALLOW)
 	return a.prog()
 }
+
+func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
 
 // InstallFilter installs the filter on the calling thread (which must stay
 // locked to its goroutine until it execs) and returns the listener fd.

@@ -143,9 +143,11 @@ func TestFilterDecisionsDirect(t *testing.T) {
 		args []uint64
 		want uint32
 	}{
-		{"ioctl low", unix.SYS_IOCTL, []uint64{low, 0x40084e64, path}, allow},
+		{"ioctl low", unix.SYS_IOCTL, []uint64{low, unix.TCGETS, path}, allow},
+		{"ioctl low, Neuron command", unix.SYS_IOCTL, []uint64{low, 0x40084e64, path}, notify},
+		{"ioctl -1, Neuron command", unix.SYS_IOCTL, []uint64{neg(-1), 0xc0104e01, path}, notify},
 		{"ioctl in range", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, notify},
-		{"ioctl -1", unix.SYS_IOCTL, []uint64{neg(-1), 0x40084e64, path}, allow},
+		{"ioctl -1", unix.SYS_IOCTL, []uint64{neg(-1), unix.TCGETS, path}, allow},
 		{"close low", unix.SYS_CLOSE, []uint64{low}, allow},
 		{"close in range", unix.SYS_CLOSE, []uint64{in}, notify},
 		{"close_range low", unix.SYS_CLOSE_RANGE, []uint64{3, 100, 0}, allow},
@@ -158,7 +160,22 @@ func TestFilterDecisionsDirect(t *testing.T) {
 		{"dup2 to -1", unix.SYS_DUP2, []uint64{in, neg(-1)}, allow},
 		{"fstat in range", unix.SYS_FSTAT, []uint64{in, 0}, notify},
 		{"mmap in range", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_SHARED, in, 0}, notify},
-		{"read", unix.SYS_READ, []uint64{in, path, 10}, allow},
+		{"read in range", unix.SYS_READ, []uint64{in, path, 10}, notify},
+		{"read low", unix.SYS_READ, []uint64{low, path, 10}, allow},
+		{"pwrite64 in range", unix.SYS_PWRITE64, []uint64{in, path, 10, 0}, notify},
+		{"lseek in range", unix.SYS_LSEEK, []uint64{in, 0, 0}, notify},
+		{"ftruncate in range", unix.SYS_FTRUNCATE, []uint64{in, 0}, notify},
+		{"fallocate low", unix.SYS_FALLOCATE, []uint64{low, 3, 0, 4096}, allow},
+		{"sendfile out low, in in range", unix.SYS_SENDFILE, []uint64{low, in, 0, 10}, notify},
+		{"sendfile both low", unix.SYS_SENDFILE, []uint64{low, low, 0, 10}, allow},
+		{"splice out in range", unix.SYS_SPLICE, []uint64{low, 0, in, 0, 10, 0}, notify},
+		{"splice in -1, out low", unix.SYS_SPLICE, []uint64{neg(-1), 0, low, 0, 10, 0}, allow},
+		{"fcntl F_OFD_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_OFD_SETLK, path}, notify},
+		{"fcntl F_OFD_SETLKW low", unix.SYS_FCNTL, []uint64{low, unix.F_OFD_SETLKW, path}, allow},
+		{"fcntl F_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_SETLK, path}, allow},
+		{"fcntl F_DUPFD low min", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD, 0}, notify},
+		{"mmap low", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_PRIVATE, low, 0}, allow},
+		{"getpid", unix.SYS_GETPID, nil, allow},
 	} {
 		if got := run(t, filter(true), auditArchX8664, c.nr, c.args...); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)

@@ -114,11 +114,18 @@ type Config struct {
 }
 
 // Direct serves the calls on device descriptors that reach no FUSE file
-// (fs.Direct): tid's descriptor fd of device minor.
+// (fs.Direct).
 type Direct interface {
-	Ioctl(minor int, tid int32, fd int32, cmd uint32, arg uint64) (int64, unix.Errno)
-	// Flush runs before a close of fd goes ahead.
-	Flush(minor int, tid int32, fd int32)
+	// Lookup finds the open behind task tid's descriptor fd, if fd is a
+	// device descriptor.
+	Lookup(tid int32, fd int32) (file any, ok bool)
+	Ioctl(file any, tid int32, cmd uint32, arg uint64) (int64, unix.Errno)
+	// Waits reports whether command cmd may wait for long (for another
+	// caller, a reset, a deadline): it is then served off the receiving
+	// thread.
+	Waits(cmd uint32) bool
+	// Flush runs before a close of one of file's descriptors goes ahead.
+	Flush(file any, tid int32)
 	// Closed says closes went ahead: an open may have gone.
 	Closed()
 }
@@ -315,7 +322,12 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 	case unix.SYS_DUP:
 		s.handleDup(n, int32(a[0]), false)
 	case unix.SYS_FCNTL:
-		// The filter sends F_DUPFD and F_DUPFD_CLOEXEC only.
+		// The filter sends F_DUPFD and F_DUPFD_CLOEXEC, and with Direct
+		// F_OFD_SETLK and F_OFD_SETLKW.
+		if cmd := int32(a[1]); s.direct != nil && (cmd == unix.F_OFD_SETLK || cmd == unix.F_OFD_SETLKW) {
+			s.handleOFDLock(n, int32(a[0]), a[2])
+			return
+		}
 		if cmd := int32(a[1]); cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
 			s.handleDup(n, int32(a[0]), cmd == unix.F_DUPFD_CLOEXEC)
 			return
@@ -338,13 +350,17 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 		// seen. The program chose the number, so it is kept.
 		if s.direct != nil || s.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 			if minor, ok := s.ourFD(n.Pid, int32(a[0])); ok && s.direct != nil {
-				s.log.Warnf("task %d copies a descriptor of neuron%d to %d, below %d: its ioctls reach no driver", n.Pid, minor, int32(a[1]), FDBase)
+				s.log.Warnf("task %d copies a descriptor of neuron%d to %d, below %d: the driver sees its ioctls but not its closes, and its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
 			} else if ok {
 				s.log.Debugf("task %d copies a descriptor of neuron%d to %d, below %d: its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
 			}
 		}
 		s.pass(n.ID)
 	default:
+		if r, ok := refusalFor(n.Data.Nr); ok {
+			s.handleRefusal(n, r)
+			return
+		}
 		s.pass(n.ID)
 	}
 }
