@@ -43,9 +43,21 @@ type Direct struct {
 	scan    chan struct{}
 	done    chan struct{}
 
-	mu    lockrank.Mutex[lockrank.Transport] // guards next and opens; a leaf
+	mu    lockrank.Mutex[lockrank.Transport] // guards next, opens and procs; a leaf
 	next  int64
 	opens map[int64]*directOpen // by lock byte
+	// procs remembers which open each process's descriptors from
+	// chardev.FDBase up are, so an ioctl costs no /proc read: the
+	// supervisor sees every call that closes or replaces one of those
+	// (close, close_range, dup2/dup3, exec) and says so (Forget,
+	// ForgetProcess).
+	procs map[int32]*procFDs // by tgid
+}
+
+// procFDs is one process's remembered descriptors.
+type procFDs struct {
+	pidfd int // tells a recycled process id from the process remembered
+	fds   map[int32]*directOpen
 }
 
 // directDev is one device's physical-memory file.
@@ -62,6 +74,7 @@ type directDev struct {
 type directOpen struct {
 	file *device.File
 	dev  *directDev
+	at   int64 // its lock byte
 }
 
 // lockBase is the first lock byte: above any physical address, below
@@ -75,7 +88,7 @@ const DirectRescan = time.Second
 
 // NewDirect prepares direct descriptors for every device.
 func (f *FS) NewDirect() (*Direct, error) {
-	x := &Direct{fsys: f, log: f.log, scan: make(chan struct{}, 1), done: make(chan struct{}), opens: map[int64]*directOpen{}}
+	x := &Direct{fsys: f, log: f.log, scan: make(chan struct{}, 1), done: make(chan struct{}), opens: map[int64]*directOpen{}, procs: map[int32]*procFDs{}}
 	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("fs: direct descriptors: inotify: %w", err)
@@ -117,6 +130,12 @@ func (x *Direct) Close() {
 	for _, d := range x.devs {
 		unix.Close(d.probe)
 	}
+	x.mu.Lock()
+	for tgid, p := range x.procs {
+		unix.Close(p.pidfd)
+		delete(x.procs, tgid)
+	}
+	x.mu.Unlock()
 }
 
 // Paths returns, by device, a path of each physical-memory file: the
@@ -166,14 +185,100 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 		return -1, fmt.Errorf("fs: lock an open of %s: %w", d.dev.Name(), err)
 	}
 	x.mu.Lock()
-	x.opens[at] = &directOpen{file: file, dev: d}
+	x.opens[at] = &directOpen{file: file, dev: d, at: at}
 	x.mu.Unlock()
 	return fd, nil
 }
 
-// Lookup finds the open behind task tid's descriptor fd from the lock its
-// fdinfo lists.
+// Lookup finds the open behind task tid's descriptor fd: remembered, or
+// from the lock its fdinfo lists.
 func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
+	if fd < chardev.FDBase {
+		return x.lookupFdinfo(tid, fd)
+	}
+	tgid := x.fsys.tgids.lookup(tid)
+	x.mu.Lock()
+	p := x.procs[tgid]
+	var o *directOpen
+	if p != nil {
+		if o = p.fds[fd]; o != nil && x.opens[o.at] != o {
+			o = nil // released meanwhile: the number was closed unseen
+		}
+	}
+	x.mu.Unlock()
+	if o != nil && alive(p.pidfd) {
+		return o, true
+	}
+	found, ok := x.lookupFdinfo(tid, fd)
+	if !ok {
+		return nil, false
+	}
+	x.remember(tgid, fd, found.(*directOpen))
+	return found, true
+}
+
+// remember notes that process tgid's descriptor fd is open o.
+func (x *Direct) remember(tgid, fd int32, o *directOpen) {
+	x.mu.Lock()
+	p := x.procs[tgid]
+	x.mu.Unlock()
+	if p == nil || !alive(p.pidfd) {
+		pidfd, err := unix.PidfdOpen(int(tgid), 0)
+		if err != nil {
+			return
+		}
+		x.mu.Lock()
+		if old := x.procs[tgid]; old != nil {
+			unix.Close(old.pidfd)
+		}
+		p = &procFDs{pidfd: pidfd, fds: map[int32]*directOpen{}}
+		x.procs[tgid] = p
+		x.mu.Unlock()
+	}
+	x.mu.Lock()
+	if x.procs[tgid] == p {
+		p.fds[fd] = o
+	}
+	x.mu.Unlock()
+}
+
+// Forget says task tid's descriptor fd is being closed or replaced.
+func (x *Direct) Forget(tid int32, fd int32) {
+	tgid := x.fsys.tgids.lookup(tid)
+	x.mu.Lock()
+	if p := x.procs[tgid]; p != nil {
+		delete(p.fds, fd)
+	}
+	x.mu.Unlock()
+}
+
+// ForgetProcess says task tid's process may lose descriptors unseen (an
+// exec closes those marked close-on-exec).
+func (x *Direct) ForgetProcess(tid int32) {
+	tgid := x.fsys.tgids.lookup(tid)
+	x.mu.Lock()
+	if p := x.procs[tgid]; p != nil {
+		unix.Close(p.pidfd)
+		delete(x.procs, tgid)
+	}
+	x.mu.Unlock()
+}
+
+// forgetExited drops what is remembered of processes that exited.
+func (x *Direct) forgetExited() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for tgid, p := range x.procs {
+		if !alive(p.pidfd) {
+			unix.Close(p.pidfd)
+			delete(x.procs, tgid)
+		}
+	}
+}
+
+// lookupFdinfo finds the open behind task tid's descriptor fd from the
+// lock its fdinfo lists.
+func (x *Direct) lookupFdinfo(tid int32, fd int32) (any, bool) {
 	var path [64]byte
 	p := append(path[:0], "/proc/"...)
 	p = strconv.AppendInt(p, int64(tid), 10)
@@ -298,6 +403,7 @@ func (x *Direct) releaser() {
 			return
 		case <-x.scan:
 		case <-t.C:
+			x.forgetExited()
 		}
 		x.releaseGone()
 	}

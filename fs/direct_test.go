@@ -160,3 +160,47 @@ func TestDirectReleaseAtLastReference(t *testing.T) {
 	child.Wait()
 	released("release after the holder was killed")
 }
+
+// Lookup remembers a process's descriptors from chardev.FDBase up; a
+// number the supervisor saw closed and reused names the new open.
+func TestDirectLookupRemembers(t *testing.T) {
+	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.48xlarge"})
+	x, err := d.FS.NewDirect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	tid := int32(unix.Gettid())
+	const slot = 700
+	open := func(i int) any {
+		t.Helper()
+		fd, err := x.Open(i, unix.O_RDWR, tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Dup2(fd, slot); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+		o, ok := x.Lookup(tid, slot)
+		if !ok {
+			t.Fatalf("fd %d not found", slot)
+		}
+		return o
+	}
+	first := open(0)
+	if again, _ := x.Lookup(tid, slot); again != first {
+		t.Fatal("a second lookup found another open")
+	}
+	x.Forget(tid, slot)
+	unix.Close(slot)
+	second := open(1)
+	if second == first {
+		t.Fatal("the reused number names the closed open")
+	}
+	x.ForgetProcess(tid)
+	if again, ok := x.Lookup(tid, slot); !ok || again != second {
+		t.Fatal("lookup after ForgetProcess")
+	}
+	unix.Close(slot)
+}

@@ -56,6 +56,7 @@ func (s *Supervisor) handleClose(n *seccompNotif, fd int32) {
 		if s.valid(id) {
 			s.direct.Flush(file, int32(tid))
 		}
+		s.direct.Forget(int32(tid), fd)
 		s.pass(id)
 		s.direct.Closed()
 	})
@@ -76,6 +77,7 @@ func (s *Supervisor) handleCloseRange(n *seccompNotif, first, last, flags uint32
 				if file, ok := s.direct.Lookup(int32(tid), fd); ok {
 					s.direct.Flush(file, int32(tid))
 				}
+				s.direct.Forget(int32(tid), fd)
 			}
 		}
 		s.pass(id)
@@ -98,6 +100,7 @@ func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
 		if s.valid(id) && s.isOpen(tid, oldfd) {
 			s.direct.Flush(file, int32(tid))
 		}
+		s.direct.Forget(int32(tid), newfd)
 		s.pass(id)
 		s.direct.Closed()
 	})

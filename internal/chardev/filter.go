@@ -134,6 +134,7 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //     it closes those);
 //   - dup2/dup3 onto a descriptor from FDBase up, which it closes first;
 //   - fcntl(F_OFD_SETLK, F_OFD_SETLKW) of a descriptor from FDBase up;
+//   - execve and execveat, which close descriptors unseen;
 //   - the refusals (refuse.go) with a descriptor argument from FDBase up.
 //
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
@@ -159,6 +160,8 @@ func filter(direct bool) []unix.SockFilter {
 		a.jump(bpfJeq, unix.SYS_IOCTL, "ioctl", "")
 		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
 		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
+		a.jump(bpfJeq, unix.SYS_EXECVE, "notify", "")
+		a.jump(bpfJeq, unix.SYS_EXECVEAT, "notify", "")
 		for _, r := range refusals {
 			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
 		}

@@ -176,6 +176,7 @@ func TestFilterDecisionsDirect(t *testing.T) {
 		{"fcntl F_DUPFD low min", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD, 0}, notify},
 		{"mmap low", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_PRIVATE, low, 0}, allow},
 		{"getpid", unix.SYS_GETPID, nil, allow},
+		{"execve", unix.SYS_EXECVE, []uint64{path, 0, 0}, notify},
 	} {
 		if got := run(t, filter(true), auditArchX8664, c.nr, c.args...); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)

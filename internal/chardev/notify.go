@@ -128,6 +128,10 @@ type Direct interface {
 	Flush(file any, tid int32)
 	// Closed says closes went ahead: an open may have gone.
 	Closed()
+	// Forget says task tid's descriptor fd is being closed or replaced;
+	// ForgetProcess that its process may lose descriptors unseen (exec).
+	Forget(tid int32, fd int32)
+	ForgetProcess(tid int32)
 }
 
 // fileID names a file by device and inode number.
@@ -333,6 +337,11 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 			return
 		}
 		s.pass(n.ID)
+	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		if s.direct != nil {
+			s.direct.ForgetProcess(int32(n.Pid))
+		}
+		s.pass(n.ID)
 	case unix.SYS_IOCTL:
 		s.handleIoctl(n, int32(a[0]), uint32(a[1]), a[2])
 	case unix.SYS_CLOSE:
@@ -422,9 +431,15 @@ func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
 		add.Newfd = slot
 	}
 	// With FLAG_SEND the installed fd number is the syscall's result.
-	if e := addfdUninterrupted(s.listener, &add); e != 0 && e != unix.ENOENT {
+	fd, e := addfdUninterrupted(s.listener, &add)
+	if e != 0 && e != unix.ENOENT {
 		s.log.WithError(e).Warn("installing a device fd failed")
 		s.respond(id, 0, e, 0)
+	}
+	if e == 0 && s.direct != nil {
+		// Whatever the number was remembered as is gone (its close was
+		// seen, unless it raced with this call).
+		s.direct.Forget(int32(tid), int32(fd))
 	}
 }
 
@@ -434,7 +449,7 @@ func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
 // (the Go runtime's SIGURG preemption) interrupts that wait, the kernel
 // withdraws the descriptor, the restarted ioctl fails with EINPROGRESS,
 // and the target's call returns 0 with no descriptor installed.
-func addfdUninterrupted(listener int, add *seccompNotifAddfd) unix.Errno {
+func addfdUninterrupted(listener int, add *seccompNotifAddfd) (int, unix.Errno) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	var all, old unix.Sigset_t
@@ -442,11 +457,11 @@ func addfdUninterrupted(listener int, add *seccompNotifAddfd) unix.Errno {
 		all.Val[i] = ^uint64(0)
 	}
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
-		return err.(unix.Errno)
+		return -1, err.(unix.Errno)
 	}
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(add)))
+	fd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(add)))
 	unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	return e
+	return int(fd), e
 }
 
 // reserve picks the lowest number from FDBase up that is free in task
