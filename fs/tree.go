@@ -95,6 +95,11 @@ type FS struct {
 	defaultBudget time.Duration
 }
 
+// NoPassthroughEnv, set to 1, mounts as on a kernel without FUSE
+// passthrough (device files' mmap not coherent), to try what run does
+// there on a kernel that has it.
+const NoPassthroughEnv = "NEURONFS_NO_PASSTHROUGH"
+
 // panicExit is the daemon's exit status after a handler panic.
 const panicExit = 70
 
@@ -130,7 +135,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough, physIno: physFiles(sys)}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys)}
 	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)

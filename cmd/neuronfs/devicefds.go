@@ -28,7 +28,7 @@ func defaultDeviceFDs() deviceFDsFlag {
 	if env := os.Getenv(deviceFDsEnv); env != "" {
 		return deviceFDsFlag(env)
 	}
-	return deviceFDsFUSE
+	return deviceFDsAuto
 }
 
 func (d *deviceFDsFlag) String() string { return string(*d) }
@@ -42,8 +42,9 @@ func (d *deviceFDsFlag) Set(v string) error {
 }
 
 // check refuses a $NEURONFS_DEVICE_FDS the flag would refuse, and the
-// supervisor's descriptors without the character devices that bring
-// them.
+// supervisor's descriptors asked for on the command line without the
+// character devices that bring them (noChardev; $NEURONFS_DEVICE_FDS
+// gives way to --no-chardev).
 func (d deviceFDsFlag) check(noChardev bool) error {
 	if err := new(deviceFDsFlag).Set(string(d)); err != nil {
 		return fmt.Errorf("--device-fds or $%s %q: %w", deviceFDsEnv, string(d), err)

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
@@ -207,22 +208,55 @@ func TestRunDeviceFDs(t *testing.T) {
 	for _, c := range []struct {
 		name, mode, want string
 		fileBacking      bool
+		noPassthrough    bool // as on a kernel without FUSE passthrough
 	}{
-		{"supervisor", deviceFDsSupervisor, "ok memory-file", false},
-		{"supervisor/file-backing", deviceFDsSupervisor, "ok memory-file", true},
-		{"fuse", deviceFDsFUSE, "ok fuse", false},
-		{"auto", deviceFDsAuto, "ok", false}, // fuse where the kernel has passthrough
+		{"supervisor", deviceFDsSupervisor, "ok memory-file", false, false},
+		{"supervisor/file-backing", deviceFDsSupervisor, "ok memory-file", true, false},
+		{"fuse", deviceFDsFUSE, "ok fuse", false, false},
+		{"auto", deviceFDsAuto, "ok", false, false}, // fuse where the kernel has passthrough
+		{"auto/no-passthrough", deviceFDsAuto, "ok memory-file", false, true},
+		{"supervisor/no-passthrough", deviceFDsSupervisor, "ok memory-file", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := []string{"run", "--device-fds=" + c.mode}
 			if c.fileBacking {
 				args = append(args, "--memory-backing=file:"+testutil.BigFileDir(t, 1<<30))
 			}
-			out, err := neuronfs(t, append(args, "--", os.Args[0], "__client", "directfds")...).Output()
+			cmd := neuronfs(t, append(args, "--", os.Args[0], "__client", "directfds")...)
+			if c.noPassthrough {
+				cmd.Env = append(cmd.Env, fs.NoPassthroughEnv+"=1")
+			}
+			out, err := cmd.Output()
 			if err != nil || !strings.HasPrefix(string(out), c.want) {
 				t.Fatalf("%v %q, want %q", err, out, c.want)
 			}
 		})
+	}
+	// FUSE descriptors without passthrough still refuse to start.
+	cmd := neuronfs(t, "run", "--device-fds=fuse", "--", "true")
+	cmd.Env = append(cmd.Env, fs.NoPassthroughEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "FUSE passthrough is unavailable") {
+		t.Errorf("run --device-fds=fuse without passthrough: %v, %q", err, stderr.String())
+	}
+}
+
+// The supervisor's descriptors come with the character devices: asking
+// for both them and --no-chardev is a usage error, while
+// $NEURONFS_DEVICE_FDS gives way to --no-chardev.
+func TestRunDeviceFDsNeedChardev(t *testing.T) {
+	cmd := neuronfs(t, "run", "--no-chardev", "--device-fds=supervisor", "--", "true")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "--no-chardev") {
+		t.Errorf("run --no-chardev --device-fds=supervisor: %v, %q; want status 2 naming --no-chardev", err, stderr.String())
+	}
+	cmd = neuronfs(t, "run", "--no-chardev", "--", "true")
+	cmd.Env = append(cmd.Env, deviceFDsEnv+"=supervisor")
+	if err := cmd.Run(); err != nil {
+		t.Errorf("run --no-chardev with $%s=supervisor: %v", deviceFDsEnv, err)
 	}
 }
 

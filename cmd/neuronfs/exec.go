@@ -30,10 +30,13 @@ func cmdExec(args []string) int {
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
 	goruntime.LockOSThread()
-	listener, err := chardev.InstallFilter(*direct)
+	listener, killable, err := chardev.InstallFilter(*direct)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 126
+	}
+	if !killable {
+		fmt.Fprintln(os.Stderr, "neuronfs run: warning: this kernel (< 5.19) lets any signal interrupt a device ioctl under --device-fds=supervisor, which may then run twice")
 	}
 	if err := unix.Sendmsg(3, []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run: handing over the seccomp listener:", err)

@@ -56,7 +56,9 @@ func cmdRun(args []string) int {
 	if err := h.check(); err != nil {
 		return usageFail("run", err)
 	}
-	if err := deviceFDs.check(*noChardev); err != nil {
+	explicit := false
+	fl.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "device-fds" })
+	if err := deviceFDs.check(*noChardev && explicit); err != nil {
 		return usageFail("run", err)
 	}
 	if err := preflight(); err != nil {

@@ -279,13 +279,27 @@ func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
 // InstallFilter installs the filter on the calling thread (which must stay
 // locked to its goroutine until it execs) and returns the listener fd.
 // The caller must have CAP_SYS_ADMIN or no_new_privs set. direct also
-// sends the calls Config.Direct serves.
-func InstallFilter(direct bool) (int, error) {
+// sends the calls Config.Direct serves; the task then waits for an
+// answer the supervisor has received as the driver's ioctls wait, for a
+// fatal signal only (Linux ≥ 5.19): an ordinary signal would withdraw
+// the call and restart it, and the driver would run it twice. killable
+// is false when the kernel lacks that wait.
+func InstallFilter(direct bool) (listener int, killable bool, err error) {
 	prog := filter(direct)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return -1, fmt.Errorf("seccomp: %w", errno)
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	if direct {
+		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&fprog)))
+		if errno == 0 {
+			return int(fd), true, nil
+		}
+		if errno != unix.EINVAL {
+			return -1, false, fmt.Errorf("seccomp: %w", errno)
+		}
 	}
-	return int(fd), nil
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, false, fmt.Errorf("seccomp: %w", errno)
+	}
+	return int(fd), !direct, nil
 }
