@@ -14,6 +14,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/runtime"
 )
 
 func init() {
@@ -46,6 +47,72 @@ func init() {
 		slices.Sort(times)
 		fmt.Printf("%d %d\n", times[len(times)/2].Nanoseconds(), times[len(times)*99/100].Nanoseconds())
 		return 0
+	}
+	// mapcopybench copies 64 MiB into a mapped 64 MiB device chunk and
+	// into anonymous shared memory, each $NEURONFS_BENCH_N times after a
+	// first touch, and prints the median ns of one copy to each.
+	clients["mapcopybench"] = func() int {
+		n, _ := strconv.Atoi(os.Getenv("NEURONFS_BENCH_N"))
+		const size = 64 << 20
+		d, err := runtime.Host{Root: "/"}.Open(0)
+		if err != nil {
+			return clientFail("%v", err)
+		}
+		m, err := d.Alloc(size, runtime.AllocOptions{})
+		if err != nil {
+			return clientFail("%v", err)
+		}
+		dev, err := m.Map()
+		if err != nil {
+			return clientFail("%v", err)
+		}
+		anon, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return clientFail("%v", err)
+		}
+		src := make([]byte, size)
+		for i := range src {
+			src[i] = byte(i)
+		}
+		median := func(dst []byte) int64 {
+			copy(dst, src) // first touch: page faults are not the copy
+			times := make([]time.Duration, max(n, 1))
+			for i := range times {
+				start := time.Now()
+				copy(dst, src)
+				times[i] = time.Since(start)
+			}
+			slices.Sort(times)
+			return times[len(times)/2].Nanoseconds()
+		}
+		fmt.Printf("%d %d\n", median(dev[:size]), median(anon))
+		return 0
+	}
+}
+
+// BenchmarkRunMappedCopy measures a 64 MiB memcpy into a mapped device
+// chunk under run, against anonymous shared memory in the same client
+// (ns/copy and anon-ns/copy, medians of 20 copies), for each way a
+// device descriptor is served.
+func BenchmarkRunMappedCopy(b *testing.B) {
+	for _, impl := range []string{deviceFDsSupervisor, deviceFDsFUSE} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			var out []byte
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0], "run", "--instance=trn1.2xlarge", "--device-fds="+impl, "--", os.Args[0], "__client", "mapcopybench")
+				cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1", "NEURONFS_LOCKCHECK=0", "NEURONFS_BENCH_N=20")
+				cmd.Stderr = os.Stderr
+				var err error
+				if out, err = cmd.Output(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var dev, anon float64
+			fmt.Sscan(strings.TrimSpace(string(out)), &dev, &anon)
+			b.ReportMetric(dev, "ns/copy")
+			b.ReportMetric(anon, "anon-ns/copy")
+			b.ReportMetric(anon/dev, "speed-vs-anon")
+		})
 	}
 }
 
