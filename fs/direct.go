@@ -166,7 +166,9 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 	if acc == unix.O_ACCMODE {
 		acc = unix.O_WRONLY
 	}
-	fd, err := unix.Open(d.path, acc|unix.O_CLOEXEC, 0)
+	// The status flags asked for (O_NONBLOCK...) show in F_GETFL as on
+	// the device file.
+	fd, err := unix.Open(d.path, acc|flags&^unix.O_ACCMODE|unix.O_CLOEXEC, 0)
 	if err != nil {
 		x.fsys.release(file, tid)
 		return -1, fmt.Errorf("fs: reopen %s memory: %w", d.dev.Name(), err)
