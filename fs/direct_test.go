@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -23,9 +24,10 @@ func init() {
 	}
 }
 
-// directReleased is how long a release of a direct open may take to be
-// noticed: the close event, or else the periodic check.
-const directReleased = 2 * fs.DirectRescan
+// directReleased is how long a release of a direct open may take: to be
+// noticed (the close event, or else the periodic check), then the
+// driver's release.
+func directReleased(sys *device.System) time.Duration { return fs.DirectRescan + sys.ReleaseBudget() }
 
 // A direct descriptor is the device's memory file: an ioctl through
 // Direct reaches the driver, and a mapping is the daemon's memory.
@@ -97,10 +99,10 @@ func TestDirectReleaseAtLastReference(t *testing.T) {
 	}
 	released := func(when string) {
 		t.Helper()
-		testutil.WaitFor(t, when, directReleased, func() bool { return x.Opens(0) == 0 && dev.OpenCount() == 0 })
+		testutil.WaitFor(t, when, directReleased(d.Sys), func() bool { return x.Opens(0) == 0 && dev.OpenCount() == 0 })
 	}
 	// The mount's self-test open is released asynchronously.
-	testutil.WaitFor(t, "the self-test's release", directReleased, func() bool { return dev.OpenCount() == 0 })
+	testutil.WaitFor(t, "the self-test's release", directReleased(d.Sys), func() bool { return dev.OpenCount() == 0 })
 	fd, err := x.Open(0, unix.O_RDWR, tid)
 	if err != nil {
 		t.Fatal(err)

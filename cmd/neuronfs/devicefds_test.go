@@ -110,7 +110,9 @@ func init() {
 		}
 		killed.Process.Kill()
 		killed.Wait()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		// The release is immediate (the daemon watches the process's
+		// pidfd); the deadline only ends a failing test.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			now, _ := host.SysfsCounter(0, memTotal)
 			if now == before {
 				break
