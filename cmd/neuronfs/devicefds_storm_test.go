@@ -100,7 +100,7 @@ func init() {
 		buf := make([]byte, 64<<10)
 		ops := 0
 		for end := time.Now().Add(time.Second); time.Now().Before(end); ops++ {
-			switch rng.Intn(10) {
+			switch rng.Intn(13) {
 			case 0:
 				flags := unix.O_RDWR
 				if rng.Intn(4) == 0 {
@@ -149,6 +149,20 @@ func init() {
 				// A garbage command, or a real one with a garbage pointer.
 				cmd := ioctl.IOC(uint32(rng.Intn(4)), ioctl.Magic, uint32(rng.Intn(256)), uint32(rng.Intn(128)))
 				testutil.IoctlAddr(d.Fd(), cmd, uintptr(rng.Int63n(1<<47)))
+			case 8:
+				// A copy onto a number of its own choosing, replacing what
+				// was there.
+				if len(fds) > 0 {
+					unix.Dup2(fds[rng.Intn(len(fds))], 900+rng.Intn(20))
+				}
+			case 9:
+				if rng.Intn(8) == 0 {
+					unix.CloseRange(900, 919, 0)
+				}
+			case 10:
+				// Calls a device file has no operation for.
+				unix.Read(d.Fd(), buf[:64])
+				unix.Seek(d.Fd(), int64(rng.Intn(1<<20)), 0)
 			default:
 				var bi ioctl.DeviceBasicInfo
 				if r, e := testutil.Ioctl(d.Fd(), ioctl.CmdDeviceBasicInfo, &bi); r != 0 || e != 0 {
