@@ -33,9 +33,7 @@ func (n *devNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 }
 
 func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	caller := n.fsys.caller(ctx)
-	defer n.fsys.watch.end(n.fsys.watch.begin(opOpen, 0, n.dev.Index, caller.Tid, caller.Tgid))
-	f, errno := n.dev.Open(ctx, caller, int(flags))
+	f, errno := n.fsys.open(ctx, n.dev, n.fsys.caller(ctx), int(flags))
 	if errno != 0 {
 		return nil, 0, errno
 	}
@@ -50,21 +48,29 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 	if !ok {
 		return 0, syscall.EBADF
 	}
-	caller := n.fsys.caller(ctx)
-	defer n.fsys.watch.end(n.fsys.watch.begin(opIoctl, cmd, n.dev.Index, caller.Tid, caller.Tgid))
+	return n.fsys.ioctl(ctx, df.f, n.fsys.caller(ctx), cmd, arg, input, output)
+}
+
+// ioctl is the one way a device ioctl reaches the driver, from a FUSE
+// request or from the seccomp supervisor (direct.go). input is what the
+// kernel copied in and output the buffer it copies back over the
+// caller's first _IOC_SIZE bytes at arg: both nil when no kernel copy
+// surrounds the call, so every access goes to the caller's memory.
+func (f *FS) ioctl(ctx context.Context, file *device.File, caller device.Caller, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {
+	defer f.watch.end(f.watch.begin(opIoctl, cmd, file.Dev.Index, caller.Tid, caller.Tgid))
 	call := &ioctlCall{
 		mem: windowMemory{callerMemory: callerMemory{pid: int(caller.Tid)}, start: arg},
-		req: device.Request{Ctx: ctx, File: df.f, Cmd: cmd, Arg: arg, Caller: caller},
+		req: device.Request{Ctx: ctx, File: file, Cmd: cmd, Arg: arg, Caller: caller},
 	}
 	mem, req := &call.mem, &call.req
-	req.Mem, req.Maps = mem, n.fsys
+	req.Mem, req.Maps = mem, f
 	if ioctl.Dir(cmd)&ioctl.DirRead != 0 {
 		mem.out = output
 	}
 	if ioctl.Dir(cmd)&ioctl.DirWrite != 0 {
 		req.In = input
 	}
-	res := n.fsys.sys.Ioctl(req)
+	res := f.sys.Ioctl(req)
 	if res < 0 && !ioctl.InResult(syscall.Errno(-res)) {
 		// The kernel drops the output with an error reply; what the
 		// handler wrote before failing still reaches the caller, as the
@@ -107,16 +113,30 @@ func (f *devFile) PassthroughFd() (int, bool) {
 }
 
 func (f *devFile) Flush(ctx context.Context) syscall.Errno {
-	caller := f.fsys.caller(ctx)
-	defer f.fsys.watch.end(f.fsys.watch.begin(opFlush, 0, f.f.Dev.Index, caller.Tid, caller.Tgid))
-	f.f.Flush(ctx, caller)
+	f.fsys.flush(ctx, f.f, f.fsys.caller(ctx))
 	return 0
 }
 
 func (f *devFile) Release(ctx context.Context) syscall.Errno {
-	defer f.fsys.watch.end(f.fsys.watch.begin(opRelease, 0, f.f.Dev.Index, callerTid(ctx), 0))
-	f.f.Release()
+	f.fsys.release(f.f, callerTid(ctx))
 	return 0
+}
+
+// open, flush and release are the driver's open, flush and release of a
+// device file, whichever transport saw them (devNode, Direct).
+func (f *FS) open(ctx context.Context, d *device.Device, caller device.Caller, flags int) (*device.File, syscall.Errno) {
+	defer f.watch.end(f.watch.begin(opOpen, 0, d.Index, caller.Tid, caller.Tgid))
+	return d.Open(ctx, caller, flags)
+}
+
+func (f *FS) flush(ctx context.Context, file *device.File, caller device.Caller) {
+	defer f.watch.end(f.watch.begin(opFlush, 0, file.Dev.Index, caller.Tid, caller.Tgid))
+	file.Flush(ctx, caller)
+}
+
+func (f *FS) release(file *device.File, tid int32) {
+	defer f.watch.end(f.watch.begin(opRelease, 0, file.Dev.Index, tid, 0))
+	file.Release()
 }
 
 // The driver registers no read or write operation: the VFS answers EINVAL.

@@ -51,3 +51,25 @@ func TestSelfTestRefusesIncoherentMmap(t *testing.T) {
 		t.Fatalf("DEVICE_BASIC_INFO in degraded mode: %v %+v", e, bi)
 	}
 }
+
+// With OtherMmap the mount starts quietly without coherent mmap and says
+// so, for run to serve device descriptors another way.
+func TestSelfTestOtherMmap(t *testing.T) {
+	testenv.RequireFUSE(t)
+	sys, err := device.NewSystem(device.Config{Instance: "inf2.xlarge", Major: 244})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	f, err := Mount(sys, t.TempDir(), Options{withoutPassthrough: true, OtherMmap: true})
+	if err != nil {
+		t.Fatalf("mount without passthrough, other mmap: %v", err)
+	}
+	defer func() {
+		f.Unmount()
+		f.Abort()
+	}()
+	if f.MmapCoherent() {
+		t.Fatal("MmapCoherent without passthrough")
+	}
+}

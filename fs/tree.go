@@ -66,6 +66,7 @@ type FS struct {
 	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
 
 	noPassthrough bool // see Options.withoutPassthrough
+	incoherent    bool // the mmap self-test failed
 
 	// devIno maps the device nodes' inode numbers to device indexes, and
 	// mountDev is the mount's device (major<<32 | minor, known once
@@ -73,6 +74,9 @@ type FS struct {
 	// nodes' mappings in /proc/<pid>/maps.
 	devIno   map[uint64]int
 	mountDev atomic.Uint64
+	// physIno recognises mappings of the physical-memory files (set
+	// before serving, read-only after).
+	physIno map[fileID]int
 
 	watch *watchdog      // the slow-request log (watchdog.go)
 	usr1  chan os.Signal // SIGUSR1, caught from before the mount (diag.go)
@@ -91,6 +95,11 @@ type FS struct {
 	defaultBudget time.Duration
 }
 
+// NoPassthroughEnv, set to 1, mounts as on a kernel without FUSE
+// passthrough (device files' mmap not coherent), to try what run does
+// there on a kernel that has it.
+const NoPassthroughEnv = "NEURONFS_NO_PASSTHROUGH"
+
 // panicExit is the daemon's exit status after a handler panic.
 const panicExit = 70
 
@@ -102,6 +111,10 @@ type Options struct {
 	// with the daemon (no FUSE passthrough): every ioctl works, mapped
 	// memory does not.
 	DegradedMmap bool
+	// OtherMmap starts without coherent mmap of the FUSE files, quietly:
+	// the caller serves device mmaps another way where MmapCoherent says
+	// they are not (run --device-fds, direct.go).
+	OtherMmap bool
 	// DumpOnSIGUSR1 writes every goroutine's stack to the log when the
 	// process gets SIGUSR1, for as long as the mount is served (the
 	// daemon sets it; see diag.go).
@@ -122,7 +135,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys)}
 	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
@@ -200,7 +213,12 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	})
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
-		if !opts.DegradedMmap {
+		f.incoherent = true
+		switch {
+		case opts.OtherMmap:
+			log.WithError(err).Debug("mmap of the FUSE files is not coherent")
+			return f, nil
+		case !opts.DegradedMmap:
 			f.Unmount()
 			return nil, fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
 		}
@@ -208,6 +226,10 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	}
 	return f, nil
 }
+
+// MmapCoherent reports whether a client's mmap of a device file shares
+// the daemon's memory (the mount's self-test passed).
+func (f *FS) MmapCoherent() bool { return !f.incoherent }
 
 // Unmount detaches the filesystem and waits until serving has stopped.
 func (f *FS) Unmount() error {

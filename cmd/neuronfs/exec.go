@@ -23,16 +23,20 @@ func cmdExec(args []string) int {
 	fl := newFlagSet(execCmd)
 	uid := fl.Int("uid", os.Getuid(), "")
 	gid := fl.Int("gid", os.Getgid(), "")
+	direct := fl.Bool("direct", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
 	goruntime.LockOSThread()
-	listener, err := chardev.InstallFilter()
+	listener, killable, err := chardev.InstallFilter(*direct)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 126
+	}
+	if !killable {
+		fmt.Fprintln(os.Stderr, "neuronfs run: warning: this kernel (< 5.19) lets any signal interrupt a device ioctl under --device-fds=supervisor, which may then run twice")
 	}
 	if err := unix.Sendmsg(3, []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run: handing over the seccomp listener:", err)

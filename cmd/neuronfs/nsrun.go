@@ -21,8 +21,13 @@ func cmdNsRun(args []string) int {
 	h.register(fl)
 	u.register(fl)
 	noChardev := fl.Bool("no-chardev", false, "")
+	deviceFDs := deviceFDsFlag(deviceFDsFUSE)
+	fl.Var(&deviceFDs, "device-fds", "")
 	if status, ok := parseFlags(nsRunCmd, fl, args); !ok {
 		return status
+	}
+	if *noChardev {
+		deviceFDs = deviceFDsFUSE
 	}
 	log, err := h.logger()
 	if err != nil {
@@ -33,7 +38,7 @@ func cmdNsRun(args []string) int {
 		return failLine("run", err)
 	}
 	defer h.leavePod()
-	fsys, err := buildView(sys, h, !*noChardev)
+	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE)
 	if err != nil {
 		return failLine("run", mountError(err))
 	}
@@ -54,6 +59,20 @@ func cmdNsRun(args []string) int {
 		return status
 	}
 	defer abortOnExit(fsys, log)
+	if deviceFDs == deviceFDsAuto {
+		deviceFDs = deviceFDsSupervisor
+		if fsys.MmapCoherent() {
+			deviceFDs = deviceFDsFUSE
+		}
+		log.Debugf("device descriptors: %s", deviceFDs)
+	}
+	var direct *fs.Direct
+	if deviceFDs == deviceFDsSupervisor {
+		if direct, err = fsys.NewDirect(); err != nil {
+			return failLine("run", err)
+		}
+		defer direct.Close()
+	}
 
 	// CMD starts through the exec helper, which installs the seccomp
 	// filter, hands its listener back over a socket, drops to the user
@@ -69,7 +88,7 @@ func cmdNsRun(args []string) int {
 		log.WithError(err).Error("cannot find this executable")
 		return 1
 	}
-	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), "--"}, fl.Args()...)
+	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), "--"}, fl.Args()...)
 	cmd := exec.Command(self, helperArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{theirs}
@@ -92,18 +111,22 @@ func cmdNsRun(args []string) int {
 		nodes = append(nodes, "/dev/"+d.Name())
 		fuseNodes = append(fuseNodes, fsys.DevicePath(d.Index))
 	}
+	cfg := chardev.Config{
+		Listener: listener,
+		Major:    sys.Major,
+		Nodes:    nodes,
+		Files:    fuseNodes,
+		Open:     fsys.OpenFor,
+		Mmap:     fsys.CheckMmap,
+		Log:      log,
+	}
+	if direct != nil {
+		cfg.Files, cfg.Open, cfg.Direct = direct.Paths(), direct.Open, direct
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		err := chardev.Serve(chardev.Config{
-			Listener:  listener,
-			Major:     sys.Major,
-			Nodes:     nodes,
-			FUSENodes: fuseNodes,
-			Open:      fsys.OpenFor,
-			Mmap:      fsys.CheckMmap,
-			Log:       log,
-		})
+		err := chardev.Serve(cfg)
 		if err != nil {
 			log.WithError(err).Error("seccomp supervisor stopped")
 		}

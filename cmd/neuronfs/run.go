@@ -40,6 +40,8 @@ func cmdRun(args []string) int {
 	h.register(fl)
 	u.register(fl)
 	noChardev := fl.Bool("no-chardev", false, "make /dev/neuronN the FUSE files instead of character devices with seccomp-redirected opens")
+	deviceFDs := defaultDeviceFDs()
+	fl.Var(&deviceFDs, "device-fds", "what a device descriptor is: fuse (an open of the FUSE file; mmap needs FUSE passthrough), supervisor (the device's memory file, whose ioctls the seccomp supervisor serves; mmap works on any kernel) or auto (fuse where its mmap works, else supervisor); $"+deviceFDsEnv+" sets the default")
 	if status, ok := parseFlags("run", fl, args); !ok {
 		return status
 	}
@@ -54,6 +56,11 @@ func cmdRun(args []string) int {
 	if err := h.check(); err != nil {
 		return usageFail("run", err)
 	}
+	explicit := false
+	fl.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "device-fds" })
+	if err := deviceFDs.check(*noChardev && explicit); err != nil {
+		return usageFail("run", err)
+	}
 	if err := preflight(); err != nil {
 		return failLine("run", err)
 	}
@@ -63,7 +70,7 @@ func cmdRun(args []string) int {
 		return 1
 	}
 	childArgs := append([]string{nsRunCmd}, h.args()...)
-	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--no-chardev=%v", *noChardev), "--")
+	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--no-chardev=%v", *noChardev), "--device-fds="+string(deviceFDs), "--")
 	childArgs = append(childArgs, fl.Args()...)
 	cmd := exec.Command(self, childArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

@@ -26,7 +26,7 @@ const udevMode = 0o666
 // seccomp supervisor), /proc/devices lists the major, /sys/dev/char links
 // the nodes and DMI names the instance; otherwise /dev/neuronN are the
 // FUSE files themselves.
-func buildView(sys *device.System, h hostFlags, chardev bool) (*fs.FS, error) {
+func buildView(sys *device.System, h hostFlags, chardev, otherMmap bool) (*fs.FS, error) {
 	skipDev := []string{}
 	for _, d := range sys.Devices {
 		skipDev = append(skipDev, d.Name())
@@ -39,7 +39,9 @@ func buildView(sys *device.System, h hostFlags, chardev bool) (*fs.FS, error) {
 		return nil, err
 	}
 	log, _ := h.logger()
-	fsys, err := fs.Mount(sys, stagingMount, h.fsOptions(log))
+	opts := h.fsOptions(log)
+	opts.OtherMmap = otherMmap
+	fsys, err := fs.Mount(sys, stagingMount, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // FDBase is the lowest descriptor number a device descriptor gets under
@@ -124,9 +126,20 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //   - mremap that grows a mapping (new length above old), wherever it is:
 //     the filter cannot tell device mappings by their address.
 //
+// With direct set (device descriptors are not FUSE files, see
+// Config.Direct), also:
+//   - ioctl and close of a descriptor from FDBase up, and an ioctl with
+//     a Neuron command (type 'N') on any descriptor;
+//   - close_range whose range reaches FDBase (without CLOSE_RANGE_CLOEXEC
+//     it closes those);
+//   - dup2/dup3 onto a descriptor from FDBase up, which it closes first;
+//   - fcntl(F_OFD_SETLK, F_OFD_SETLKW) of a descriptor from FDBase up;
+//   - execve and execveat, which close descriptors unseen;
+//   - the refusals (refuse.go) with a descriptor argument from FDBase up.
+//
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
-func filter() []unix.SockFilter {
+func filter(direct bool) []unix.SockFilter {
 	a := &asm{labels: map[string]int{}}
 	a.stmt(bpfLdW, offArch)
 	a.jump(bpfJeq, auditArchX8664, "", "allow")
@@ -143,6 +156,16 @@ func filter() []unix.SockFilter {
 	a.jump(bpfJeq, unix.SYS_DUP2, "dup2", "")
 	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
 	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
+	if direct {
+		a.jump(bpfJeq, unix.SYS_IOCTL, "ioctl", "")
+		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
+		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
+		a.jump(bpfJeq, unix.SYS_EXECVE, "notify", "")
+		a.jump(bpfJeq, unix.SYS_EXECVEAT, "notify", "")
+		for _, r := range refusals {
+			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
+		}
+	}
 	a.goTo("allow")
 
 	a.label("open")
@@ -170,14 +193,59 @@ func filter() []unix.SockFilter {
 	a.label("dup2")
 	a.stmt(bpfLdW, argLow(1))
 	a.jump(bpfJset, 0x80000000, "allow", "")
-	a.jump(bpfJge, FDBase, "allow", "fd0")
+	if direct {
+		a.jump(bpfJge, FDBase, "notify", "fd0")
+		// close_range's bounds are unsigned.
+		a.label("closerange")
+		a.stmt(bpfLdW, argLow(1))
+		a.jump(bpfJge, FDBase, "notify", "allow")
+	} else {
+		a.jump(bpfJge, FDBase, "allow", "fd0")
+	}
 	a.label("fcntl")
 	a.stmt(bpfLdW, argLow(1))
+	if direct {
+		a.jump(bpfJeq, unix.F_OFD_SETLK, "fd0", "")
+		a.jump(bpfJeq, unix.F_OFD_SETLKW, "fd0", "")
+	}
 	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
 	a.jump(bpfJeq, unix.F_DUPFD_CLOEXEC, "fcntlmin", "allow")
 	a.label("fcntlmin")
 	a.stmt(bpfLdW, argLow(2))
 	a.jump(bpfJge, FDBase, "allow", "fd0")
+
+	if direct {
+		// Any descriptor from FDBase up, and a Neuron command on any
+		// descriptor: a copy of a device descriptor below FDBase
+		// (dup2 onto a low number, or no number free from FDBase up)
+		// must still reach the driver.
+		a.label("ioctl")
+		a.stmt(bpfLdW, argLow(0))
+		a.jump(bpfJset, 0x80000000, "ioctltype", "")
+		a.jump(bpfJge, FDBase, "notify", "")
+		a.label("ioctltype")
+		a.stmt(bpfLdW, argLow(1))
+		a.stmt(bpfAnd, 0xff00)
+		a.jump(bpfJeq, ioctl.Magic<<8, "notify", "allow")
+
+		// A refusal: notify if any of its descriptor arguments is in
+		// the range.
+		for _, r := range refusals {
+			a.label(refusalLabel(r.nr))
+			for k, i := range r.fdArgs {
+				next := "allow"
+				if k < len(r.fdArgs)-1 {
+					next = fmt.Sprintf("%s.%d", refusalLabel(r.nr), k+1)
+				}
+				if k > 0 {
+					a.label(fmt.Sprintf("%s.%d", refusalLabel(r.nr), k))
+				}
+				a.stmt(bpfLdW, argLow(i))
+				a.jump(bpfJset, 0x80000000, next, "")
+				a.jump(bpfJge, FDBase, "notify", next)
+			}
+		}
+	}
 
 	a.label("mremap")
 	// Notify if new length (arg 2) > old length (arg 1), as 64-bit
@@ -206,15 +274,32 @@ func filter() []unix.SockFilter {
 	return a.prog()
 }
 
+func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
+
 // InstallFilter installs the filter on the calling thread (which must stay
 // locked to its goroutine until it execs) and returns the listener fd.
-// The caller must have CAP_SYS_ADMIN or no_new_privs set.
-func InstallFilter() (int, error) {
-	prog := filter()
+// The caller must have CAP_SYS_ADMIN or no_new_privs set. direct also
+// sends the calls Config.Direct serves; the task then waits for an
+// answer the supervisor has received as the driver's ioctls wait, for a
+// fatal signal only (Linux ≥ 5.19): an ordinary signal would withdraw
+// the call and restart it, and the driver would run it twice. killable
+// is false when the kernel lacks that wait.
+func InstallFilter(direct bool) (listener int, killable bool, err error) {
+	prog := filter(direct)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return -1, fmt.Errorf("seccomp: %w", errno)
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	if direct {
+		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&fprog)))
+		if errno == 0 {
+			return int(fd), true, nil
+		}
+		if errno != unix.EINVAL {
+			return -1, false, fmt.Errorf("seccomp: %w", errno)
+		}
 	}
-	return int(fd), nil
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, false, fmt.Errorf("seccomp: %w", errno)
+	}
+	return int(fd), !direct, nil
 }

@@ -117,12 +117,69 @@ func TestFilterDecisions(t *testing.T) {
 		{"read", unix.SYS_READ, []uint64{in, path, 10}, allow},
 		{"ioctl", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, allow},
 	} {
-		if got := run(t, filter(), auditArchX8664, c.nr, c.args...); got != c.want {
+		if got := run(t, filter(false), auditArchX8664, c.nr, c.args...); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
 	}
 	// Another architecture's calls pass (its numbers mean other calls).
-	if got := run(t, filter(), 0x40000003, unix.SYS_OPEN, path, 0); got != allow {
+	if got := run(t, filter(false), 0x40000003, unix.SYS_OPEN, path, 0); got != allow {
 		t.Errorf("i386 call: %#x", got)
+	}
+}
+
+// With direct descriptors the filter also sends their ioctls and closes,
+// and what replaces them; the rest decides as without.
+func TestFilterDecisionsDirect(t *testing.T) {
+	const (
+		notify = unix.SECCOMP_RET_USER_NOTIF
+		allow  = unix.SECCOMP_RET_ALLOW
+	)
+	neg := func(v int64) uint64 { return uint64(v) }
+	in, low := uint64(FDBase+7), uint64(3)
+	path := uint64(0x7fff0000)
+	for _, c := range []struct {
+		name string
+		nr   int
+		args []uint64
+		want uint32
+	}{
+		{"ioctl low", unix.SYS_IOCTL, []uint64{low, unix.TCGETS, path}, allow},
+		{"ioctl low, Neuron command", unix.SYS_IOCTL, []uint64{low, 0x40084e64, path}, notify},
+		{"ioctl -1, Neuron command", unix.SYS_IOCTL, []uint64{neg(-1), 0xc0104e01, path}, notify},
+		{"ioctl in range", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, notify},
+		{"ioctl -1", unix.SYS_IOCTL, []uint64{neg(-1), unix.TCGETS, path}, allow},
+		{"close low", unix.SYS_CLOSE, []uint64{low}, allow},
+		{"close in range", unix.SYS_CLOSE, []uint64{in}, notify},
+		{"close_range low", unix.SYS_CLOSE_RANGE, []uint64{3, 100, 0}, allow},
+		{"close_range to ~0", unix.SYS_CLOSE_RANGE, []uint64{3, 0xffffffff, 0}, notify},
+		{"close_range reaching base", unix.SYS_CLOSE_RANGE, []uint64{3, FDBase, 0}, notify},
+		{"dup2 low to in range", unix.SYS_DUP2, []uint64{low, in}, notify},
+		{"dup2 in range to in range", unix.SYS_DUP2, []uint64{in, in + 1}, notify},
+		{"dup3 low to low", unix.SYS_DUP3, []uint64{low, low + 1, 0}, allow},
+		{"dup2 in range to low", unix.SYS_DUP2, []uint64{in, low}, notify},
+		{"dup2 to -1", unix.SYS_DUP2, []uint64{in, neg(-1)}, allow},
+		{"fstat in range", unix.SYS_FSTAT, []uint64{in, 0}, notify},
+		{"mmap in range", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_SHARED, in, 0}, notify},
+		{"read in range", unix.SYS_READ, []uint64{in, path, 10}, notify},
+		{"read low", unix.SYS_READ, []uint64{low, path, 10}, allow},
+		{"pwrite64 in range", unix.SYS_PWRITE64, []uint64{in, path, 10, 0}, notify},
+		{"lseek in range", unix.SYS_LSEEK, []uint64{in, 0, 0}, notify},
+		{"ftruncate in range", unix.SYS_FTRUNCATE, []uint64{in, 0}, notify},
+		{"fallocate low", unix.SYS_FALLOCATE, []uint64{low, 3, 0, 4096}, allow},
+		{"sendfile out low, in in range", unix.SYS_SENDFILE, []uint64{low, in, 0, 10}, notify},
+		{"sendfile both low", unix.SYS_SENDFILE, []uint64{low, low, 0, 10}, allow},
+		{"splice out in range", unix.SYS_SPLICE, []uint64{low, 0, in, 0, 10, 0}, notify},
+		{"splice in -1, out low", unix.SYS_SPLICE, []uint64{neg(-1), 0, low, 0, 10, 0}, allow},
+		{"fcntl F_OFD_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_OFD_SETLK, path}, notify},
+		{"fcntl F_OFD_SETLKW low", unix.SYS_FCNTL, []uint64{low, unix.F_OFD_SETLKW, path}, allow},
+		{"fcntl F_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_SETLK, path}, allow},
+		{"fcntl F_DUPFD low min", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD, 0}, notify},
+		{"mmap low", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_PRIVATE, low, 0}, allow},
+		{"getpid", unix.SYS_GETPID, nil, allow},
+		{"execve", unix.SYS_EXECVE, []uint64{path, 0, 0}, notify},
+	} {
+		if got := run(t, filter(true), auditArchX8664, c.nr, c.args...); got != c.want {
+			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
+		}
 	}
 }

@@ -70,10 +70,11 @@ type Supervisor struct {
 	mmap     MmapChecker
 	// nodes are the character nodes (for stat answers), by minor.
 	nodes []string
-	// fuseDev and fuseInos identify descriptors of the FUSE device nodes.
-	fuseDev  uint64
-	fuseInos map[uint64]int // inode -> minor
-	log      *logrus.Entry
+	// files identifies the descriptors of the files behind the nodes.
+	files map[fileID]int
+	// direct serves the descriptors' ioctls and closes (Config.Direct).
+	direct Direct
+	log    *logrus.Entry
 	// syncWake: the kernel wakes a receiver blocked in RECV (Linux ≥ 6.6,
 	// which has SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP too), so the loop
 	// blocks there instead of polling first.
@@ -99,13 +100,42 @@ type Config struct {
 	Listener int      // the filter's listener fd (taken over)
 	Major    uint32   // character major of the nodes
 	Nodes    []string // /dev/neuronN paths, by minor
-	// FUSENodes are the FUSE files behind the nodes, by minor, to
-	// recognise their descriptors in a process.
-	FUSENodes []string
-	Open      Opener
-	Mmap      MmapChecker // nil lets every mmap through
-	Log       *logrus.Entry
+	// Files are the files behind the nodes, by minor, to recognise their
+	// descriptors in a process: the FUSE files, or with Direct the
+	// physical-memory files Open returns opens of.
+	Files []string
+	Open  Opener
+	Mmap  MmapChecker // nil lets every mmap through
+	// Direct, when set, serves the ioctls and closes of device
+	// descriptors, which are then not FUSE files: the filter must have
+	// been installed with InstallFilter(true).
+	Direct Direct
+	Log    *logrus.Entry
 }
+
+// Direct serves the calls on device descriptors that reach no FUSE file
+// (fs.Direct).
+type Direct interface {
+	// Lookup finds the open behind task tid's descriptor fd, if fd is a
+	// device descriptor.
+	Lookup(tid int32, fd int32) (file any, ok bool)
+	Ioctl(file any, tid int32, cmd uint32, arg uint64) (int64, unix.Errno)
+	// Waits reports whether command cmd may wait for long (for another
+	// caller, a reset, a deadline): it is then served off the receiving
+	// thread.
+	Waits(cmd uint32) bool
+	// Flush runs before a close of one of file's descriptors goes ahead.
+	Flush(file any, tid int32)
+	// Closed says closes went ahead: an open may have gone.
+	Closed()
+	// Forget says task tid's descriptor fd is being closed or replaced;
+	// ForgetProcess that its process may lose descriptors unseen (exec).
+	Forget(tid int32, fd int32)
+	ForgetProcess(tid int32)
+}
+
+// fileID names a file by device and inode number.
+type fileID struct{ dev, ino uint64 }
 
 // Serve answers notifications until the listener reports that no filtered
 // task is left, then returns.
@@ -116,17 +146,16 @@ type Config struct {
 // the notifier's CPU, so each further receiver made every notification pay
 // for a thread that woke and slept again.
 func Serve(cfg Config) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, fuseInos: map[uint64]int{}, log: cfg.Log, reserved: map[uint32]bool{}}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	for minor, p := range cfg.FUSENodes {
+	for minor, p := range cfg.Files {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
 			return fmt.Errorf("chardev: %s: %w", p, err)
 		}
-		s.fuseDev = st.Dev
-		s.fuseInos[st.Ino] = minor
+		s.files[fileID{st.Dev, st.Ino}] = minor
 	}
 	// Synchronous wake-up: the kernel switches from the notifying task
 	// straight to the receiver on the same CPU and back, instead of
@@ -297,24 +326,50 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 	case unix.SYS_DUP:
 		s.handleDup(n, int32(a[0]), false)
 	case unix.SYS_FCNTL:
-		// The filter sends F_DUPFD and F_DUPFD_CLOEXEC only.
+		// The filter sends F_DUPFD and F_DUPFD_CLOEXEC, and with Direct
+		// F_OFD_SETLK and F_OFD_SETLKW.
+		if cmd := int32(a[1]); s.direct != nil && (cmd == unix.F_OFD_SETLK || cmd == unix.F_OFD_SETLKW) {
+			s.handleOFDLock(n, int32(a[0]), a[2])
+			return
+		}
 		if cmd := int32(a[1]); cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
 			s.handleDup(n, int32(a[0]), cmd == unix.F_DUPFD_CLOEXEC)
 			return
 		}
 		s.pass(n.ID)
+	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		if s.direct != nil {
+			s.direct.ForgetProcess(int32(n.Pid))
+		}
+		s.pass(n.ID)
+	case unix.SYS_IOCTL:
+		s.handleIoctl(n, int32(a[0]), uint32(a[1]), a[2])
+	case unix.SYS_CLOSE:
+		s.handleClose(n, int32(a[0]))
+	case unix.SYS_CLOSE_RANGE:
+		s.handleCloseRange(n, uint32(a[0]), uint32(a[1]), uint32(a[2]))
 	case unix.SYS_DUP2, unix.SYS_DUP3:
+		if s.direct != nil && int32(a[1]) >= FDBase {
+			s.handleDupOnto(n, int32(a[0]), int32(a[1]))
+			return
+		}
 		// A copy onto a number below FDBase is outside the range the
 		// filter recognises: it works (the same open file, so every
 		// ioctl is the same), but its fstat and mmap are no longer
 		// seen. The program chose the number, so it is kept.
-		if s.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
-			if minor, ok := s.ourFD(n.Pid, int32(a[0])); ok {
+		if s.direct != nil || s.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			if minor, ok := s.ourFD(n.Pid, int32(a[0])); ok && s.direct != nil {
+				s.log.Warnf("task %d copies a descriptor of neuron%d to %d, below %d: the driver sees its ioctls but not its closes, and its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
+			} else if ok {
 				s.log.Debugf("task %d copies a descriptor of neuron%d to %d, below %d: its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
 			}
 		}
 		s.pass(n.ID)
 	default:
+		if r, ok := refusalFor(n.Data.Nr); ok {
+			s.handleRefusal(n, r)
+			return
+		}
 		s.pass(n.ID)
 	}
 }
@@ -376,9 +431,15 @@ func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
 		add.Newfd = slot
 	}
 	// With FLAG_SEND the installed fd number is the syscall's result.
-	if e := addfdUninterrupted(s.listener, &add); e != 0 && e != unix.ENOENT {
+	fd, e := addfdUninterrupted(s.listener, &add)
+	if e != 0 && e != unix.ENOENT {
 		s.log.WithError(e).Warn("installing a device fd failed")
 		s.respond(id, 0, e, 0)
+	}
+	if e == 0 && s.direct != nil {
+		// Whatever the number was remembered as is gone (its close was
+		// seen, unless it raced with this call).
+		s.direct.Forget(int32(tid), int32(fd))
 	}
 }
 
@@ -388,7 +449,7 @@ func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
 // (the Go runtime's SIGURG preemption) interrupts that wait, the kernel
 // withdraws the descriptor, the restarted ioctl fails with EINPROGRESS,
 // and the target's call returns 0 with no descriptor installed.
-func addfdUninterrupted(listener int, add *seccompNotifAddfd) unix.Errno {
+func addfdUninterrupted(listener int, add *seccompNotifAddfd) (int, unix.Errno) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	var all, old unix.Sigset_t
@@ -396,11 +457,11 @@ func addfdUninterrupted(listener int, add *seccompNotifAddfd) unix.Errno {
 		all.Val[i] = ^uint64(0)
 	}
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
-		return err.(unix.Errno)
+		return -1, err.(unix.Errno)
 	}
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(add)))
+	fd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(add)))
 	unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	return e
+	return int(fd), e
 }
 
 // reserve picks the lowest number from FDBase up that is free in task
@@ -573,12 +634,10 @@ func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, 
 	return 0, false
 }
 
-// fuseNode reports which device's FUSE file stx is, if it is one.
+// fuseNode reports which device's file (Config.Files) stx is, if it is
+// one.
 func (s *Supervisor) fuseNode(stx *unix.Statx_t) (int, bool) {
-	if unix.Mkdev(stx.Dev_major, stx.Dev_minor) != s.fuseDev {
-		return 0, false
-	}
-	minor, ok := s.fuseInos[stx.Ino]
+	minor, ok := s.files[fileID{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}]
 	return minor, ok
 }
 
@@ -620,8 +679,8 @@ const pageSize = 4096
 // only.
 func (s *Supervisor) handleMremap(n *seccompNotif, addr, oldLen, newLen uint64) {
 	if newLen > oldLen {
-		if dev, ino, ok := s.mappingAt(n.Pid, addr); ok && dev == s.fuseDev {
-			if _, ours := s.fuseInos[ino]; ours && s.valid(n.ID) {
+		if dev, ino, ok := s.mappingAt(n.Pid, addr); ok {
+			if _, ours := s.files[fileID{dev, ino}]; ours && s.valid(n.ID) {
 				s.respond(n.ID, -1, unix.EFAULT, 0)
 				return
 			}

@@ -76,7 +76,7 @@ var order = [rankCount]Info{
 	RankMetrics:    {Name: "Metrics", Owner: "device", Guards: "sysfs counters"},
 	RankRegisters:  {Name: "Registers", Owner: "mmio", Guards: "plain BAR registers"},
 	RankMemLimit:   {Name: "MemLimit", Owner: "device", Guards: "the host's memory limit (what the backing files hold, checked and reserved before a write)"},
-	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache and on-behalf opens (fs), " +
+	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache, on-behalf opens and direct opens (fs), " +
 		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way (chardev); leaves"},
 }
 

@@ -1,0 +1,132 @@
+package chardev
+
+import (
+	"os"
+	"strconv"
+)
+
+// The calls below reach the supervisor only with Config.Direct (the
+// filter of InstallFilter(true)): device descriptors are then opens of
+// the devices' physical-memory files, whose own ioctl answers nothing a
+// driver does, and whose close the driver must see.
+
+// handleIoctl serves an ioctl of a device descriptor through Direct. A
+// command that answers at once is served here, on the receiving thread,
+// like an inline request of the io_uring transport: handing it to
+// another thread would cost more than the command.
+func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint64) {
+	if s.direct == nil {
+		s.pass(n.ID)
+		return
+	}
+	file, ok := s.direct.Lookup(int32(n.Pid), fd)
+	if !ok {
+		s.pass(n.ID)
+		return
+	}
+	id, tid := n.ID, n.Pid
+	serve := func() {
+		if !s.valid(id) {
+			return
+		}
+		val, errno := s.direct.Ioctl(file, int32(tid), cmd, arg)
+		s.respond(id, val, errno, 0)
+	}
+	if s.direct.Waits(cmd) {
+		s.slow(serve)
+		return
+	}
+	serve()
+}
+
+// handleClose runs the driver's flush for a close of a device
+// descriptor, then lets the close go ahead.
+func (s *Supervisor) handleClose(n *seccompNotif, fd int32) {
+	if s.direct == nil {
+		s.pass(n.ID)
+		return
+	}
+	file, ok := s.direct.Lookup(int32(n.Pid), fd)
+	if !ok {
+		s.pass(n.ID)
+		return
+	}
+	id, tid := n.ID, n.Pid
+	s.slow(func() {
+		if s.valid(id) {
+			s.direct.Flush(file, int32(tid))
+		}
+		s.direct.Forget(int32(tid), fd)
+		s.pass(id)
+		s.direct.Closed()
+	})
+}
+
+// handleCloseRange flushes every device descriptor close_range closes
+// (the filter sends those whose range reaches FDBase).
+func (s *Supervisor) handleCloseRange(n *seccompNotif, first, last, flags uint32) {
+	const closeRangeCloexec = 1 << 2 // CLOSE_RANGE_CLOEXEC: marks, closes nothing
+	if s.direct == nil || flags&closeRangeCloexec != 0 || last < FDBase || first > last {
+		s.pass(n.ID)
+		return
+	}
+	id, tid := n.ID, n.Pid
+	s.slow(func() {
+		if s.valid(id) {
+			for _, fd := range s.fdsIn(tid, max(first, FDBase), last) {
+				if file, ok := s.direct.Lookup(int32(tid), fd); ok {
+					s.direct.Flush(file, int32(tid))
+				}
+				s.direct.Forget(int32(tid), fd)
+			}
+		}
+		s.pass(id)
+		s.direct.Closed()
+	})
+}
+
+// handleDupOnto flushes a device descriptor that dup2/dup3 replaces
+// (newfd from FDBase up) before the copy goes ahead.
+func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
+	file, ok := s.direct.Lookup(int32(n.Pid), newfd)
+	if !ok || oldfd == newfd {
+		s.pass(n.ID)
+		return
+	}
+	id, tid := n.ID, n.Pid
+	s.slow(func() {
+		// dup2 onto a descriptor fails with EBADF when oldfd is not
+		// open: then nothing is replaced.
+		if s.valid(id) && s.isOpen(tid, oldfd) {
+			s.direct.Flush(file, int32(tid))
+		}
+		s.direct.Forget(int32(tid), newfd)
+		s.pass(id)
+		s.direct.Closed()
+	})
+}
+
+// fdsIn lists task tid's descriptors in [lo, hi].
+func (s *Supervisor) fdsIn(tid uint32, lo, hi uint32) []int32 {
+	d, err := os.Open("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/fd")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var out []int32
+	for _, name := range names {
+		if fd, err := strconv.ParseUint(name, 10, 32); err == nil && uint32(fd) >= lo && uint32(fd) <= hi {
+			out = append(out, int32(fd))
+		}
+	}
+	return out
+}
+
+func (s *Supervisor) isOpen(tid uint32, fd int32) bool {
+	if fd < 0 {
+		return false
+	}
+	_, err := os.Lstat("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/fd/" + strconv.FormatInt(int64(fd), 10))
+	return err == nil
+}

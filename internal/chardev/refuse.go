@@ -1,0 +1,129 @@
+package chardev
+
+import (
+	"fmt"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/internal/procfs"
+)
+
+// refusal is a call on a descriptor that a device file fails in the
+// kernel (the driver registers no such operation), while the physical-
+// memory file behind a direct descriptor would carry it out: read or
+// write device memory through a file offset, move the offset, or resize
+// or punch the file the daemon maps. With Config.Direct the filter sends
+// these calls when a descriptor argument is from FDBase up, and the
+// supervisor answers a device descriptor's with the device file's errno.
+type refusal struct {
+	nr     int
+	fdArgs []int // the arguments that are descriptors
+	// need is the access the kernel checks first (EBADF without it, the
+	// same for both files): needNothing, unix.O_RDONLY or unix.O_WRONLY.
+	need  int
+	errno unix.Errno
+}
+
+const needNothing = -1
+
+// refusals are the calls refused: read and write without the driver's
+// read and write (EINVAL), lseek without its llseek (ESPIPE), ftruncate
+// of a non-regular file (EINVAL), fallocate of a character device
+// (ENODEV), and the splice family without splice operations (EINVAL).
+var refusals = []refusal{
+	{unix.SYS_READ, []int{0}, unix.O_RDONLY, unix.EINVAL},
+	{unix.SYS_READV, []int{0}, unix.O_RDONLY, unix.EINVAL},
+	{unix.SYS_PREAD64, []int{0}, unix.O_RDONLY, unix.EINVAL},
+	{unix.SYS_PREADV, []int{0}, unix.O_RDONLY, unix.EINVAL},
+	{unix.SYS_PREADV2, []int{0}, unix.O_RDONLY, unix.EINVAL},
+	{unix.SYS_WRITE, []int{0}, unix.O_WRONLY, unix.EINVAL},
+	{unix.SYS_WRITEV, []int{0}, unix.O_WRONLY, unix.EINVAL},
+	{unix.SYS_PWRITE64, []int{0}, unix.O_WRONLY, unix.EINVAL},
+	{unix.SYS_PWRITEV, []int{0}, unix.O_WRONLY, unix.EINVAL},
+	{unix.SYS_PWRITEV2, []int{0}, unix.O_WRONLY, unix.EINVAL},
+	{unix.SYS_LSEEK, []int{0}, needNothing, unix.ESPIPE},
+	{unix.SYS_FTRUNCATE, []int{0}, needNothing, unix.EINVAL},
+	{unix.SYS_FALLOCATE, []int{0}, unix.O_WRONLY, unix.ENODEV},
+	{unix.SYS_SENDFILE, []int{0, 1}, needNothing, unix.EINVAL},
+	{unix.SYS_SPLICE, []int{0, 2}, needNothing, unix.EINVAL},
+	{unix.SYS_TEE, []int{0, 1}, needNothing, unix.EINVAL},
+	{unix.SYS_COPY_FILE_RANGE, []int{0, 2}, needNothing, unix.EINVAL},
+}
+
+// refusalFor is the refusal of syscall nr, if it is one.
+func refusalFor(nr int32) (*refusal, bool) {
+	for i := range refusals {
+		if refusals[i].nr == int(nr) {
+			return &refusals[i], true
+		}
+	}
+	return nil, false
+}
+
+// handleRefusal answers a refused call on a device descriptor with the
+// device file's errno, and lets every other go ahead.
+func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
+	if s.direct == nil {
+		s.pass(n.ID)
+		return
+	}
+	for _, i := range r.fdArgs {
+		fd := int32(n.Data.Args[i])
+		if _, ok := s.direct.Lookup(int32(n.Pid), fd); !ok {
+			continue
+		}
+		if r.need != needNothing && !s.hasAccess(n.Pid, fd, r.need) {
+			break // the kernel's own EBADF, the same for both files
+		}
+		if s.valid(n.ID) {
+			s.respond(n.ID, -1, r.errno, 0)
+		}
+		return
+	}
+	s.pass(n.ID)
+}
+
+// hasAccess reports whether task pid's descriptor fd was opened for
+// reading (want O_RDONLY) or writing (O_WRONLY).
+func (s *Supervisor) hasAccess(pid uint32, fd int32, want int) bool {
+	v, err := procfs.Field(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd), "flags")
+	if err != nil {
+		return true
+	}
+	fl, err := strconv.ParseUint(v, 8, 64)
+	if err != nil {
+		return true
+	}
+	acc := int(fl) & unix.O_ACCMODE
+	if want == unix.O_RDONLY {
+		return acc == unix.O_RDONLY || acc == unix.O_RDWR
+	}
+	return acc == unix.O_WRONLY || acc == unix.O_RDWR
+}
+
+// handleOFDLock refuses an OFD lock on a device descriptor that reaches
+// the bytes from which each open holds its own lock (fs.Direct): a lock
+// there could replace or remove that one, which tells the daemon the
+// open is gone. Locks below them go ahead.
+func (s *Supervisor) handleOFDLock(n *seccompNotif, fd int32, arg uint64) {
+	if _, ok := s.direct.Lookup(int32(n.Pid), fd); !ok {
+		s.pass(n.ID)
+		return
+	}
+	var lk unix.Flock_t
+	if readStruct(n.Pid, arg, &lk) != nil {
+		s.pass(n.ID) // the kernel's EFAULT
+		return
+	}
+	if lk.Whence == 0 && lk.Start >= 0 && lk.Len > 0 && lk.Start+lk.Len <= DirectLockBase {
+		s.pass(n.ID)
+		return
+	}
+	if s.valid(n.ID) {
+		s.respond(n.ID, -1, unix.ENOLCK, 0)
+	}
+}
+
+// DirectLockBase is the first byte of the direct opens' own locks.
+const DirectLockBase = int64(1) << 62
