@@ -87,11 +87,20 @@ func (c *tgidCache) close() {
 	c.mu.Unlock()
 }
 
-// alive reports whether the task behind a pidfd has not exited.
+// alive reports whether the task behind a pidfd has not exited. poll is
+// never restarted after a signal handler, even a zero-timeout one: a
+// daemon whose process takes signals (an in-process mount under a SIGALRM
+// timer) would otherwise see a live caller as gone and key it by its
+// thread id.
 func alive(pidfd int) bool {
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n == 0
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 0
+	}
 }
 
 func readTgid(tid int32) (int32, error) {
