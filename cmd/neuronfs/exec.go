@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/internal/chardev"
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // execCmd is the hidden launcher of CMD under `run`: it installs the
@@ -30,7 +31,7 @@ func cmdExec(args []string) int {
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
 	goruntime.LockOSThread()
-	listener, killable, err := chardev.InstallFilter(*direct)
+	listener, killable, err := chardev.InstallFilter(*direct, ioctl.Magic)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 126

@@ -6,7 +6,7 @@ import (
 )
 
 // The calls below reach the supervisor only with Config.Direct (the
-// filter of InstallFilter(true)): device descriptors are then opens of
+// filter of InstallFilter(true, …)): device descriptors are then opens of
 // the devices' physical-memory files, whose own ioctl answers nothing a
 // driver does, and whose close the driver must see.
 

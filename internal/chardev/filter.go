@@ -18,8 +18,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // FDBase is the lowest descriptor number a device descriptor gets under
@@ -128,8 +126,8 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //
 // With direct set (device descriptors are not FUSE files, see
 // Config.Direct), also:
-//   - ioctl and close of a descriptor from FDBase up, and an ioctl with
-//     a Neuron command (type 'N') on any descriptor;
+//   - ioctl and close of a descriptor from FDBase up, and an ioctl whose
+//     type byte is ioctlType (the driver's, ioctl.Magic) on any descriptor;
 //   - close_range whose range reaches FDBase (without CLOSE_RANGE_CLOEXEC
 //     it closes those);
 //   - dup2/dup3 onto a descriptor from FDBase up, which it closes first;
@@ -139,7 +137,7 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
-func filter(direct bool) []unix.SockFilter {
+func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 	a := &asm{labels: map[string]int{}}
 	a.stmt(bpfLdW, offArch)
 	a.jump(bpfJeq, auditArchX8664, "", "allow")
@@ -226,7 +224,7 @@ func filter(direct bool) []unix.SockFilter {
 		a.label("ioctltype")
 		a.stmt(bpfLdW, argLow(1))
 		a.stmt(bpfAnd, 0xff00)
-		a.jump(bpfJeq, ioctl.Magic<<8, "notify", "allow")
+		a.jump(bpfJeq, ioctlType<<8, "notify", "allow")
 
 		// A refusal: notify if any of its descriptor arguments is in
 		// the range.
@@ -284,8 +282,8 @@ func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
 // fatal signal only (Linux ≥ 5.19): an ordinary signal would withdraw
 // the call and restart it, and the driver would run it twice. killable
 // is false when the kernel lacks that wait.
-func InstallFilter(direct bool) (listener int, killable bool, err error) {
-	prog := filter(direct)
+func InstallFilter(direct bool, ioctlType uint32) (listener int, killable bool, err error) {
+	prog := filter(direct, ioctlType)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
 	if direct {
