@@ -15,13 +15,8 @@ import (
 // like an inline request of the io_uring transport: handing it to
 // another thread would cost more than the command.
 func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint64) {
-	if s.direct == nil {
-		s.pass(n.ID)
-		return
-	}
-	file, ok := s.direct.Lookup(int32(n.Pid), fd)
+	file, ok := s.deviceOpen(n, fd)
 	if !ok {
-		s.pass(n.ID)
 		return
 	}
 	id, tid := n.ID, n.Pid
@@ -42,13 +37,8 @@ func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint
 // handleClose runs the driver's flush for a close of a device
 // descriptor, then lets the close go ahead.
 func (s *Supervisor) handleClose(n *seccompNotif, fd int32) {
-	if s.direct == nil {
-		s.pass(n.ID)
-		return
-	}
-	file, ok := s.direct.Lookup(int32(n.Pid), fd)
+	file, ok := s.deviceOpen(n, fd)
 	if !ok {
-		s.pass(n.ID)
 		return
 	}
 	id, tid := n.ID, n.Pid
@@ -88,9 +78,12 @@ func (s *Supervisor) handleCloseRange(n *seccompNotif, first, last, flags uint32
 // handleDupOnto flushes a device descriptor that dup2/dup3 replaces
 // (newfd from FDBase up) before the copy goes ahead.
 func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
-	file, ok := s.direct.Lookup(int32(n.Pid), newfd)
-	if !ok || oldfd == newfd {
+	if oldfd == newfd {
 		s.pass(n.ID)
+		return
+	}
+	file, ok := s.deviceOpen(n, newfd)
+	if !ok {
 		return
 	}
 	id, tid := n.ID, n.Pid
@@ -104,6 +97,19 @@ func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
 		s.pass(id)
 		s.direct.Closed()
 	})
+}
+
+// deviceOpen finds the device open behind the notifying task's
+// descriptor fd. When there is none (no Direct, or fd is no device
+// descriptor) it lets the call go ahead untouched and reports false.
+func (s *Supervisor) deviceOpen(n *seccompNotif, fd int32) (file any, ok bool) {
+	if s.direct != nil {
+		file, ok = s.direct.Lookup(int32(n.Pid), fd)
+	}
+	if !ok {
+		s.pass(n.ID)
+	}
+	return file, ok
 }
 
 // fdsIn lists task tid's descriptors in [lo, hi].
