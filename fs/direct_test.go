@@ -29,15 +29,23 @@ func init() {
 // driver's release.
 func directReleased(sys *device.System) time.Duration { return fs.DirectRescan + sys.ReleaseBudget() }
 
-// A direct descriptor is the device's memory file: an ioctl through
-// Direct reaches the driver, and a mapping is the daemon's memory.
-func TestDirectIoctlAndMmap(t *testing.T) {
+// startDirect mounts a trn2.48xlarge and serves its devices through a
+// Direct, closed when the test ends.
+func startDirect(t *testing.T) (*testutil.Daemon, *fs.Direct) {
+	t.Helper()
 	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.48xlarge"})
 	x, err := d.FS.NewDirect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer x.Close()
+	t.Cleanup(func() { x.Close() })
+	return d, x
+}
+
+// A direct descriptor is the device's memory file: an ioctl through
+// Direct reaches the driver, and a mapping is the daemon's memory.
+func TestDirectIoctlAndMmap(t *testing.T) {
+	d, x := startDirect(t)
 	tid := int32(unix.Gettid())
 	fd, err := x.Open(0, unix.O_RDWR, tid)
 	if err != nil {
@@ -82,12 +90,7 @@ func TestDirectIoctlAndMmap(t *testing.T) {
 // at the close of one of its descriptors while a copy, a child's copy or
 // a mapping remains, and at a killed holder's death.
 func TestDirectReleaseAtLastReference(t *testing.T) {
-	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.48xlarge"})
-	x, err := d.FS.NewDirect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	d, x := startDirect(t)
 	dev := d.Sys.Devices[0]
 	tid := int32(unix.Gettid())
 	held := func(want int, when string) {
@@ -166,12 +169,7 @@ func TestDirectReleaseAtLastReference(t *testing.T) {
 // Lookup remembers a process's descriptors from chardev.FDBase up; a
 // number the supervisor saw closed and reused names the new open.
 func TestDirectLookupRemembers(t *testing.T) {
-	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.48xlarge"})
-	x, err := d.FS.NewDirect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	_, x := startDirect(t)
 	tid := int32(unix.Gettid())
 	const slot = 700
 	open := func(i int) any {
