@@ -92,12 +92,16 @@ func errnoOf(err error) string {
 	return err.Error()
 }
 
-// rootlessPreflight checks what a run without root needs before trying.
+// rootlessPreflight checks what a run without root needs before trying:
+// first what only an administrator can change.
 func rootlessPreflight(uid int) error {
+	if err := readUsernsFacts().beforeClone(); err != nil {
+		return err
+	}
 	if preflightFUSE() != nil {
 		return errNoFUSEForUser(uid)
 	}
-	return readUsernsFacts().beforeClone()
+	return nil
 }
 
 // rootlessNamespaces makes the daemon root of a new user namespace that

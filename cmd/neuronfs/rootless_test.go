@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -23,6 +25,9 @@ const (
 	nobodyArgsEnv = "NEURONFS_NOBODY_ARGS" // tab-separated command asnobody runs
 	fuseCopyEnv   = "NEURONFS_FUSE_COPY"   // empty directory for asnobody's /dev/fuse
 	rootlessDir   = "NEURONFS_ROOTLESS_DIR"
+	fuseModeEnv   = "NEURONFS_FUSE_MODE"  // the copy's mode, octal (default 666)
+	noUsernsEnv   = "NEURONFS_NO_USERNS"  // 1: refuse new user namespaces
+	usernsMaxEnv  = "NEURONFS_USERNS_MAX" // asnobody's user.max_user_namespaces
 )
 
 const nobody = 65534
@@ -32,20 +37,19 @@ func init() {
 	// (the test starts it in a private one; the host's node is never
 	// changed): a 0666 copy of the node on a tmpfs of its own, bound over
 	// /dev/fuse. Then it becomes nobody and execs $NEURONFS_NOBODY_ARGS.
+	// To make what a rootless run needs missing, the copy may have another
+	// mode, new user namespaces may be refused as a container's seccomp
+	// profile does, and (started in a user namespace of its own, where
+	// it sets the limit) user.max_user_namespaces may be lowered.
 	clients["asnobody"] = func() int {
-		dir := os.Getenv(fuseCopyEnv)
-		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=755"); err != nil {
-			return clientFail("tmpfs on %s: %v", dir, err)
-		}
-		node := filepath.Join(dir, "fuse")
-		if err := unix.Mknod(node, unix.S_IFCHR|0o666, int(unix.Mkdev(10, 229))); err != nil {
+		goruntime.LockOSThread() // the thread that sets no_new_privs execs
+		if max := os.Getenv(usernsMaxEnv); max != "" {
+			// This user namespace's own limit: the host's is untouched.
+			if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte(max), 0); err != nil {
+				return clientFail("%v", err)
+			}
+		} else if err := fuseCopy(os.Getenv(fuseCopyEnv), os.Getenv(fuseModeEnv)); err != nil {
 			return clientFail("%v", err)
-		}
-		if err := unix.Chmod(node, 0o666); err != nil {
-			return clientFail("%v", err)
-		}
-		if err := unix.Mount(node, fuseDevice, "", unix.MS_BIND, ""); err != nil {
-			return clientFail("bind over %s: %v", fuseDevice, err)
 		}
 		if err := syscall.Setgroups(nil); err != nil {
 			return clientFail("%v", err)
@@ -55,6 +59,11 @@ func init() {
 		}
 		if err := syscall.Setresuid(nobody, nobody, nobody); err != nil {
 			return clientFail("%v", err)
+		}
+		if os.Getenv(noUsernsEnv) == "1" {
+			if err := refuseUserns(); err != nil {
+				return clientFail("%v", err)
+			}
 		}
 		args := strings.Split(os.Getenv(nobodyArgsEnv), "\t")
 		return clientFail("exec: %v", syscall.Exec(args[0], args, os.Environ()))
@@ -87,6 +96,64 @@ func init() {
 		io.Copy(io.Discard, os.Stdin)
 		return 0
 	}
+}
+
+// fuseCopy binds a copy of the FUSE device with mode (octal, default
+// 666) over /dev/fuse, on a tmpfs mounted at dir.
+func fuseCopy(dir, mode string) error {
+	m, err := strconv.ParseUint(mode, 8, 32)
+	if mode == "" {
+		m, err = 0o666, nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=755"); err != nil {
+		return fmt.Errorf("tmpfs on %s: %w", dir, err)
+	}
+	node := filepath.Join(dir, "fuse")
+	if err := unix.Mknod(node, unix.S_IFCHR|uint32(m), int(unix.Mkdev(10, 229))); err != nil {
+		return err
+	}
+	if err := unix.Chmod(node, uint32(m)); err != nil {
+		return err
+	}
+	if err := unix.Mount(node, fuseDevice, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind over %s: %w", fuseDevice, err)
+	}
+	return nil
+}
+
+// refuseUserns installs the rule of container seccomp profiles (Docker's
+// default): clone and unshare with CLONE_NEWUSER fail with EPERM, clone3
+// (whose flags BPF cannot read) with ENOSYS. The caller has
+// no_new_privs set for it.
+func refuseUserns() error {
+	const (
+		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+	)
+	prog := []unix.SockFilter{
+		{Code: ld, K: 0}, // nr
+		{Code: jeq, K: unix.SYS_CLONE3, Jt: 4},
+		{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
+		{Code: jeq, K: unix.SYS_UNSHARE, Jf: 4},
+		{Code: ld, K: 16}, // args[0], low half
+		{Code: jset, K: unix.CLONE_NEWUSER, Jt: 1, Jf: 2},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		return fmt.Errorf("seccomp: %w", e)
+	}
+	return nil
 }
 
 // asNobody returns the command that runs neuronfs with args as nobody in
@@ -223,4 +290,67 @@ func mountPoints(t *testing.T, pid int) map[string]bool {
 		}
 	}
 	return points
+}
+
+// What a run without root lacks is named in one line, status 1: each
+// condition made for real for nobody, without touching the host.
+func TestRunRootlessMissingPieces(t *testing.T) {
+	bin := binaryCopy(t, "neuronfs")
+	for _, c := range []struct {
+		name   string
+		env    []string
+		userns bool // asnobody in a user namespace of its own
+		want   string
+	}{
+		{"fuse-not-accessible", []string{fuseModeEnv + "=600"}, false, "/dev/fuse is missing or not usable by uid 65534"},
+		{"seccomp-refuses-userns", []string{noUsernsEnv + "=1"}, false, "cannot create a user namespace (EPERM): run without root needs one; a container's seccomp profile"},
+		{"max-user-namespaces-0", []string{usernsMaxEnv + "=0"}, true, "user namespaces are disabled (sysctl user.max_user_namespaces=0)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := asNobody(t, bin, "run", "--", "true")
+			cmd.Env = append(cmd.Env, c.env...)
+			if c.userns {
+				cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER
+				cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: nobody + 1}}
+				cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: nobody + 1}}
+				cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			status := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			failsWithOneLine(t, c.name, stderr.String(), status, "neuronfs run: "+c.want)
+		})
+	}
+}
+
+// The conditions that cannot be made here without changing the host are
+// named from the probe's inputs.
+func TestRootlessProblemsAreNamed(t *testing.T) {
+	eperm := fmt.Errorf("ns: tmpfs over /dev: %w", unix.EPERM)
+	for _, c := range []struct {
+		name string
+		got  error
+		want string
+	}{
+		{"debian-sysctl", usernsFacts{"user.max_user_namespaces": "15000", "kernel.unprivileged_userns_clone": "0"}.beforeClone(), "sysctl kernel.unprivileged_userns_clone=0"},
+		{"max-0", usernsFacts{"user.max_user_namespaces": "0"}.beforeClone(), "sysctl user.max_user_namespaces=0"},
+		{"limit-reached", usernsFacts{"user.max_user_namespaces": "3"}.cloneFailed(os.NewSyscallError("clone", unix.ENOSPC)), "(ENOSPC): the limit user.max_user_namespaces is reached"},
+		{"clone-sysctl-first", usernsFacts{"kernel.unprivileged_userns_clone": "0"}.cloneFailed(unix.EPERM), "sysctl kernel.unprivileged_userns_clone=0"},
+		{"apparmor", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "1"}.mountFailed(eperm), "AppArmor denies mounts in unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1)"},
+		{"other-lsm", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "0"}.mountFailed(eperm), "mounting in the user namespace was refused (EPERM)"},
+		{"not-a-permission-error", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "1"}.mountFailed(fmt.Errorf("fs: %w", unix.ENODEV)), "fs: no such device"},
+	} {
+		if c.got == nil || !strings.Contains(c.got.Error(), c.want) || strings.Contains(c.got.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", c.name, c.got, c.want)
+		}
+	}
+	if err := (usernsFacts{"user.max_user_namespaces": "15000", "kernel.unprivileged_userns_clone": "1", "kernel.apparmor_restrict_unprivileged_userns": "1"}).beforeClone(); err != nil {
+		t.Errorf("allowed user namespaces: %v", err)
+	}
 }
