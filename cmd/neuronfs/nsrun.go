@@ -42,7 +42,7 @@ func cmdNsRun(args []string) int {
 	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE, *rootless)
 	if err != nil {
 		if *rootless {
-			err = readUsernsFacts().mountFailed(err)
+			return failLine("run", rootlessMountError(err))
 		}
 		return failLine("run", mountError(err))
 	}

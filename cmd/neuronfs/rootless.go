@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/fs"
 )
 
 // Rootless run: a caller without root gets a user namespace in which it
@@ -81,6 +83,14 @@ func (f usernsFacts) mountFailed(err error) error {
 		return fmt.Errorf("mounting in the user namespace was refused (%v): a security module or container profile forbids it; use sudo", errnoOf(err))
 	}
 	return err
+}
+
+// rootlessMountError is mountError for a run without root.
+func rootlessMountError(err error) error {
+	if errors.Is(err, fs.ErrMmapNotCoherent) {
+		return errors.New("FUSE passthrough is unavailable without root (the kernel gives it to CAP_SYS_ADMIN on the host only), and mmap of FUSE device descriptors needs it: keep --device-fds=auto or supervisor (without --no-chardev), or --degraded-mmap starts without it")
+	}
+	return readUsernsFacts().mountFailed(err)
 }
 
 // errnoOf is err's errno name, or err.

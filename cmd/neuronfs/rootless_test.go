@@ -354,3 +354,21 @@ func TestRootlessProblemsAreNamed(t *testing.T) {
 		t.Errorf("allowed user namespaces: %v", err)
 	}
 }
+
+// Without root there is no FUSE passthrough: asking for FUSE device
+// descriptors, whose mmap needs it, is refused in one line that says what
+// works instead.
+func TestRunRootlessFUSEDescriptors(t *testing.T) {
+	bin := binaryCopy(t, "neuronfs")
+	for _, flags := range [][]string{{"--device-fds=fuse"}, {"--no-chardev"}} {
+		cmd := asNobody(t, bin, append(append([]string{"run", "--instance=inf2.xlarge"}, flags...), "--", "true")...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		status := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			status = ee.ExitCode()
+		}
+		failsWithOneLine(t, strings.Join(flags, " "), stderr.String(), status, "neuronfs run: FUSE passthrough is unavailable without root")
+	}
+}
