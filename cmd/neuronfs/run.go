@@ -33,6 +33,20 @@ func (u *userFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&u.gid, "gid", gid, "group id CMD runs as (default: the calling user's)")
 }
 
+// check refuses ids no user namespace map or setuid can hold (-1 means
+// "unchanged" to the kernel).
+func (u *userFlags) check() error {
+	for _, f := range []struct {
+		name, what string
+		id         int
+	}{{"--uid", "user", u.uid}, {"--gid", "group", u.gid}} {
+		if f.id < 0 || f.id > 1<<32-2 {
+			return fmt.Errorf("%s %d: want a %s id from 0 to %d", f.name, f.id, f.what, 1<<32-2)
+		}
+	}
+	return nil
+}
+
 // forCaller makes the defaults the caller's own ids, whatever $SUDO_UID
 // says: without root, only the caller can be mapped (and CMD sees the ids
 // given, while on the host it is always the caller).
@@ -71,6 +85,9 @@ func cmdRun(args []string) int {
 	// The namespace child builds the host; its mistakes are the user's,
 	// answered here before anything starts.
 	if err := h.check(); err != nil {
+		return usageFail("run", err)
+	}
+	if err := u.check(); err != nil {
 		return usageFail("run", err)
 	}
 	explicit := false
