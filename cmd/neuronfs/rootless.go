@@ -58,12 +58,16 @@ func (f usernsFacts) beforeClone() error {
 	return nil
 }
 
-// cloneFailed explains a failed clone(CLONE_NEWUSER|CLONE_NEWNS).
+// cloneFailed explains a failed start of the daemon in its namespaces:
+// the clone of the user namespace, or (its capabilities taken away) the
+// unshare of the mount namespace right after.
 func (f usernsFacts) cloneFailed(err error) error {
 	if e := f.beforeClone(); e != nil {
 		return e
 	}
 	switch {
+	case (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) && f["kernel.apparmor_restrict_unprivileged_userns"] == "1":
+		return f.mountFailed(err)
 	case errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EUSERS):
 		return fmt.Errorf("cannot create a user namespace (%v): the limit user.max_user_namespaces is reached; raise it or use sudo", errnoOf(err))
 	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
@@ -78,7 +82,7 @@ func (f usernsFacts) cloneFailed(err error) error {
 func (f usernsFacts) mountFailed(err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 		if f["kernel.apparmor_restrict_unprivileged_userns"] == "1" {
-			return errors.New("AppArmor denies mounts in unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1): set it to 0, give neuronfs an AppArmor profile with 'userns,', or use sudo")
+			return fmt.Errorf("AppArmor denies mounts in unprivileged user namespaces (%v; sysctl kernel.apparmor_restrict_unprivileged_userns=1): set it to 0, give neuronfs an AppArmor profile with 'userns,', or use sudo", errnoOf(err))
 		}
 		return fmt.Errorf("mounting in the user namespace was refused (%v): a security module or container profile forbids it; use sudo", errnoOf(err))
 	}

@@ -342,7 +342,11 @@ func TestRootlessProblemsAreNamed(t *testing.T) {
 		{"max-0", usernsFacts{"user.max_user_namespaces": "0"}.beforeClone(), "sysctl user.max_user_namespaces=0"},
 		{"limit-reached", usernsFacts{"user.max_user_namespaces": "3"}.cloneFailed(os.NewSyscallError("clone", unix.ENOSPC)), "(ENOSPC): the limit user.max_user_namespaces is reached"},
 		{"clone-sysctl-first", usernsFacts{"kernel.unprivileged_userns_clone": "0"}.cloneFailed(unix.EPERM), "sysctl kernel.unprivileged_userns_clone=0"},
-		{"apparmor", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "1"}.mountFailed(eperm), "AppArmor denies mounts in unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1)"},
+		{"apparmor", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "1"}.mountFailed(eperm), "AppArmor denies mounts in unprivileged user namespaces (EPERM; sysctl kernel.apparmor_restrict_unprivileged_userns=1)"},
+		// The namespace is made, its capabilities denied: the unshare of
+		// the mount namespace fails at the start.
+		{"apparmor-at-start", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "1"}.cloneFailed(&os.PathError{Op: "fork/exec", Path: "/bin/neuronfs", Err: unix.EPERM}), "AppArmor denies mounts in unprivileged user namespaces (EPERM; sysctl kernel.apparmor_restrict_unprivileged_userns=1)"},
+		{"seccomp", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "0"}.cloneFailed(&os.PathError{Op: "fork/exec", Path: "/bin/neuronfs", Err: unix.EPERM}), "cannot create a user namespace (EPERM): run without root needs one; a container's seccomp profile may forbid clone(CLONE_NEWUSER)"},
 		{"other-lsm", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "0"}.mountFailed(eperm), "mounting in the user namespace was refused (EPERM)"},
 		{"not-a-permission-error", usernsFacts{"kernel.apparmor_restrict_unprivileged_userns": "1"}.mountFailed(fmt.Errorf("fs: %w", unix.ENODEV)), "fs: no such device"},
 	} {
