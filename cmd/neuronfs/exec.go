@@ -25,12 +25,22 @@ func cmdExec(args []string) int {
 	uid := fl.Int("uid", os.Getuid(), "")
 	gid := fl.Int("gid", os.Getgid(), "")
 	direct := fl.Bool("direct", false, "")
+	noNewPrivs := fl.Bool("no-new-privs", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
 	goruntime.LockOSThread()
+	// Without CAP_SYS_ADMIN (a rootless run) a filter needs no_new_privs;
+	// a set-user-ID program gains nothing there anyway, its owner being
+	// unmapped or the caller.
+	if *noNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "neuronfs run: no_new_privs:", err)
+			return 126
+		}
+	}
 	listener, killable, err := chardev.InstallFilter(*direct, ioctl.Magic)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)

@@ -23,6 +23,7 @@ func cmdNsRun(args []string) int {
 	noChardev := fl.Bool("no-chardev", false, "")
 	deviceFDs := deviceFDsFlag(deviceFDsFUSE)
 	fl.Var(&deviceFDs, "device-fds", "")
+	rootless := fl.Bool("rootless", false, "")
 	if status, ok := parseFlags(nsRunCmd, fl, args); !ok {
 		return status
 	}
@@ -38,14 +39,20 @@ func cmdNsRun(args []string) int {
 		return failLine("run", err)
 	}
 	defer h.leavePod()
-	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE)
+	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE, *rootless)
 	if err != nil {
+		if *rootless {
+			return failLine("run", rootlessMountError(err))
+		}
 		return failLine("run", mountError(err))
 	}
 	if *noChardev {
 		cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
+		switch {
+		case *rootless:
+			cmd.SysProcAttr = asUserInside(u.uid, u.gid)
+		case u.uid != os.Geteuid() || u.gid != os.Getegid():
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		}
 		status := 0
@@ -88,9 +95,14 @@ func cmdNsRun(args []string) int {
 		log.WithError(err).Error("cannot find this executable")
 		return 1
 	}
-	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), "--"}, fl.Args()...)
+	// Rootless, the helper starts as the user inside (asUserInside), with
+	// no capability: the filter then needs no_new_privs.
+	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), fmt.Sprintf("--no-new-privs=%v", *rootless), "--"}, fl.Args()...)
 	cmd := exec.Command(self, helperArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if *rootless {
+		cmd.SysProcAttr = asUserInside(u.uid, u.gid)
+	}
 	cmd.ExtraFiles = []*os.File{theirs}
 	wait, err := startForwardingSignals(cmd)
 	theirs.Close()

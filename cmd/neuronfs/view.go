@@ -25,8 +25,9 @@ const udevMode = 0o666
 // chardev, /dev/neuronN are character nodes (opens are redirected by the
 // seccomp supervisor), /proc/devices lists the major, /sys/dev/char links
 // the nodes and DMI names the instance; otherwise /dev/neuronN are the
-// FUSE files themselves.
-func buildView(sys *device.System, h hostFlags, chardev, otherMmap bool) (*fs.FS, error) {
+// FUSE files themselves. Rootless (in a user namespace, where mknod of a
+// device is not allowed) the character nodes are stand-ins (ns.StandIn).
+func buildView(sys *device.System, h hostFlags, chardev, otherMmap, rootless bool) (*fs.FS, error) {
 	skipDev := []string{}
 	for _, d := range sys.Devices {
 		skipDev = append(skipDev, d.Name())
@@ -46,9 +47,12 @@ func buildView(sys *device.System, h hostFlags, chardev, otherMmap bool) (*fs.FS
 		return nil, err
 	}
 	for _, d := range sys.Devices {
-		if chardev {
+		switch {
+		case chardev && rootless:
+			err = devDir.StandIn(d.Name(), udevMode)
+		case chardev:
 			err = devDir.Mknod(d.Name(), udevMode, sys.Major, uint32(d.Index))
-		} else {
+		default:
 			err = devDir.BindFile(filepath.Join(stagingMount, fs.DevDir, d.Name()), d.Name(), udevMode)
 		}
 		if err != nil {
