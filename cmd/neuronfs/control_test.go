@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/internal/hostview"
+	"github.com/neuronfs/neuronfs/hostview"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/neuronfs/neuronfs/internal/hostview"
+	"github.com/neuronfs/neuronfs/hostview"
 )
 
 // execCmd is the hidden launcher of CMD under `run`: it installs the

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/chardev"
-	"github.com/neuronfs/neuronfs/internal/hostview"
 )
 
 func cmdNsRun(args []string) int {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
-	"github.com/neuronfs/neuronfs/internal/hostview"
+	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/ns"
 )
 
