@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/fs/testutil"
+	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/testbed"
 )
 
@@ -19,7 +22,14 @@ import (
 // check the host it sees against the instance named.
 const checkEnv = "NEURONFS_TESTBED_CHECK"
 
+// ioctlEnv makes the test binary, run as a command inside a testbed,
+// open /dev/neuron0 and issue one ioctl.
+const ioctlEnv = "NEURONFS_TESTBED_IOCTL"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(ioctlEnv) == "1" {
+		os.Exit(firstIoctl())
+	}
 	if name := os.Getenv(checkEnv); name != "" {
 		inst, err := dhal.LookupInstance(name)
 		if err == nil {
@@ -117,4 +127,19 @@ func TestCommandNotFound(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 127 {
 		t.Errorf("missing command: %v, want exit status 127", err)
 	}
+}
+
+// firstIoctl opens device 0 and asks DEVICE_BASIC_INFO.
+func firstIoctl() int {
+	fd, err := unix.Open("/dev/neuron0", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		return 1
+	}
+	var bi ioctl.DeviceBasicInfo
+	if r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &bi); r != 0 || e != 0 || bi.Architecture == 0 {
+		fmt.Fprintln(os.Stderr, "DEVICE_BASIC_INFO:", r, e, bi)
+		return 1
+	}
+	return 0
 }
