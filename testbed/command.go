@@ -23,6 +23,7 @@ const launchPrefix = "neuronfs-testbed-launch:"
 type launchConfig struct {
 	Root   string          `json:"root"`
 	Layout hostview.Layout `json:"layout"`
+	Direct bool            `json:"direct"` // device descriptors are memory files
 }
 
 // Command returns a command that runs name with args inside the host, as
@@ -48,7 +49,7 @@ func (tb *Testbed) Command(name string, args ...string) *exec.Cmd {
 // accept serves the launchers of this testbed's commands until the
 // listener closes.
 func (tb *Testbed) accept() {
-	cfg, err := json.Marshal(launchConfig{Root: tb.root, Layout: tb.layout})
+	cfg, err := json.Marshal(launchConfig{Root: tb.root, Layout: tb.layout, Direct: tb.direct != nil})
 	if err != nil {
 		tb.log.WithError(err).Error("launch configuration")
 		return
@@ -117,7 +118,7 @@ func (tb *Testbed) serve(conn *net.UnixConn, cfg []byte) {
 		nodes = append(nodes, "/dev/"+name)
 		files = append(files, tb.fsys.DevicePath(i))
 	}
-	if err := chardev.Serve(chardev.Config{
+	sc := chardev.Config{
 		Listener: listener,
 		Major:    tb.layout.Major,
 		Nodes:    nodes,
@@ -125,7 +126,11 @@ func (tb *Testbed) serve(conn *net.UnixConn, cfg []byte) {
 		Open:     tb.fsys.OpenFor,
 		Mmap:     tb.fsys.CheckMmap,
 		Log:      tb.log,
-	}); err != nil {
+	}
+	if tb.direct != nil {
+		sc.Files, sc.Open, sc.Direct = tb.direct.Paths(), tb.direct.Open, tb.direct
+	}
+	if err := chardev.Serve(sc); err != nil {
 		tb.log.WithError(err).Error("seccomp supervisor stopped")
 	}
 }

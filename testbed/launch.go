@@ -60,7 +60,7 @@ func launch(sock, name string) int {
 	}
 	env = append(env, hostview.ControlEnv+"="+hostview.ControlPath)
 	argv := append([]string{name}, os.Args[1:]...)
-	err = hostview.Exec(fd, os.Geteuid(), os.Getegid(), false, argv, env)
+	err = hostview.Exec(fd, os.Geteuid(), os.Getegid(), cfg.Direct, argv, env)
 	var se *hostview.StartError
 	if errors.As(err, &se) {
 		fmt.Fprintf(os.Stderr, "testbed: %v\n", se.Err)

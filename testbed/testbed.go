@@ -26,7 +26,8 @@ type Testbed struct {
 	fsys   *fs.FS
 	layout hostview.Layout
 	log    *logrus.Entry
-	self   string // this executable, which launches the commands
+	self   string     // this executable, which launches the commands
+	direct *fs.Direct // device descriptors without FUSE passthrough, or nil
 	ln     *net.UnixListener
 	sock   string
 	guard  *exitguard.Guard
@@ -100,8 +101,10 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	}
 	// The classic transport: a test binary may die at any moment, and
 	// only a mount it serves that way can always be aborted after it
-	// (see internal/exitguard).
-	fsys, err := fs.Mount(sys, root, fs.Options{Log: log, Transport: fs.TransportClassic})
+	// (see internal/exitguard). Without FUSE passthrough (Linux < 6.9) a command's device
+	// descriptors are the devices' memory files, served by the
+	// supervisor, as under `run --device-fds auto`.
+	fsys, err := fs.Mount(sys, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
 	if err != nil {
 		sys.Close()
 		return nil, err
@@ -109,7 +112,11 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	tb := &Testbed{root: root, sys: sys, fsys: fsys, layout: hostview.LayoutOf(sys), log: log, self: self,
 		guard: g, children: map[int]int{}}
 	reg, err := g.Mount(root)
+	if err == nil && !fsys.MmapCoherent() {
+		tb.direct, err = fsys.NewDirect()
+	}
 	if err != nil {
+		reg.Release()
 		tb.unmount()
 		return nil, err
 	}
@@ -122,6 +129,9 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	}
 	if err != nil {
 		os.RemoveAll(sockDir)
+		if tb.direct != nil {
+			tb.direct.Close()
+		}
 		reg.Release()
 		tb.unmount()
 		return nil, err
@@ -139,7 +149,9 @@ func start(t testing.TB, c config) (*Testbed, error) {
 
 // Root is the host's tree: dev/neuronN (the device files), sys/ (the
 // driver's sysfs, PCI functions, DMI) and neuronfs/ (the control
-// directory).
+// directory). On a kernel without FUSE passthrough (before 6.9) a mapping
+// of Root's device files does not share the device's memory; a
+// Command's does.
 func (tb *Testbed) Root() string { return tb.root }
 
 // Control is the control directory (docs/control.md).
@@ -163,6 +175,9 @@ func (tb *Testbed) close() error {
 	case <-done:
 	case <-time.After(tb.sys.FlushBudget()):
 		tb.log.Warn("a command's supervisor did not stop; unmounting anyway")
+	}
+	if tb.direct != nil {
+		tb.direct.Close()
 	}
 	return tb.unmount()
 }

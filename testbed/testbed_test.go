@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/testbed"
@@ -142,4 +143,16 @@ func firstIoctl() int {
 		return 1
 	}
 	return 0
+}
+
+// Without FUSE passthrough (as on Linux < 6.9) a command's device
+// descriptors are served by the supervisor, and the host checks the same.
+func TestCommandWithoutPassthrough(t *testing.T) {
+	t.Setenv(fs.NoPassthroughEnv, "1")
+	tb := testbed.New(t, testbed.Instance("trn2.3xlarge"))
+	cmd := tb.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), checkEnv+"=trn2.3xlarge")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("check inside the testbed: %v\n%s", err, out)
+	}
 }
