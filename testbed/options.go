@@ -62,7 +62,7 @@ func TimeScale(f float64) Option {
 }
 
 // Pod makes the host a server of an UltraServer pod (trn2u.48xlarge):
-// p names the pod and its coordinator (a pod.NewHub shared by the
+// p names the pod and its coordinator (a pod.NewLocal shared by the
 // testbeds of one test forms a pod in process), nodeSerial is device 0's
 // serial, which the election orders servers by.
 func Pod(p pod.Config, nodeSerial uint64) Option {
