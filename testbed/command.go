@@ -62,7 +62,14 @@ func (tb *Testbed) accept() {
 			}
 			return
 		}
+		tb.mu.Lock()
+		if tb.closed {
+			tb.mu.Unlock()
+			conn.Close()
+			return
+		}
 		tb.served.Add(1)
+		tb.mu.Unlock()
 		go func() {
 			defer tb.served.Done()
 			defer conn.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
@@ -32,8 +33,9 @@ type Testbed struct {
 	sock   string
 	guard  *exitguard.Guard
 
-	mu       sync.Mutex  // guards children
-	children map[int]int // pid -> pidfd of commands being served
+	mu       lockrank.Mutex[lockrank.Testbed] // guards children, closed and adding to served
+	children map[int]int                      // pid -> pidfd of commands being served
+	closed   bool
 	served   sync.WaitGroup
 }
 
@@ -165,6 +167,7 @@ func (tb *Testbed) System() *device.System { return tb.sys }
 func (tb *Testbed) close() error {
 	tb.ln.Close()
 	tb.mu.Lock()
+	tb.closed = true
 	for _, pidfd := range tb.children {
 		unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 	}
