@@ -72,14 +72,16 @@ type CoreState struct {
 }
 
 // QueueState is one bound notification queue: its NOTIFIC slot, the
-// ring's size, and the offsets of the next record the device writes
-// (tail) and of the consumer (head), in bytes.
+// ring's size, the offsets of the next record the device writes (tail)
+// and of the consumer (head), in bytes, and the records written since the
+// ring was bound.
 type QueueState struct {
 	Slot    int    `json:"slot"`
 	Size    uint32 `json:"size"`
 	Head    uint32 `json:"head"`
 	Tail    uint32 `json:"tail"`
 	Enabled bool   `json:"enabled"`
+	Records uint64 `json:"records"`
 }
 
 var stateNames = map[State]string{StateReset: "reset", StateReady: "ready", StateInvalid: "invalid"}
@@ -151,7 +153,7 @@ func (d *Device) snapshot() DeviceState {
 		}
 		if nc < len(d.mmio.coreNQ) && d.mmio.coreNQ[nc] != nil {
 			for _, q := range d.mmio.coreNQ[nc].Slots() {
-				cs.Queues = append(cs.Queues, QueueState{Slot: q.Slot, Size: q.Size, Head: q.Head, Tail: q.Tail, Enabled: q.Enabled})
+				cs.Queues = append(cs.Queues, QueueState{Slot: q.Slot, Size: q.Size, Head: q.Head, Tail: q.Tail, Enabled: q.Enabled, Records: q.Records})
 			}
 		}
 		ds.Cores = append(ds.Cores, cs)
