@@ -74,7 +74,7 @@ type CoreState struct {
 // QueueState is one bound notification queue: its NOTIFIC slot, the
 // ring's size, the offsets of the next record the device writes (tail)
 // and of the consumer (head), in bytes, and the records written since the
-// ring was bound.
+// ring was bound or the queue re-enabled.
 type QueueState struct {
 	Slot    int    `json:"slot"`
 	Size    uint32 `json:"size"`
