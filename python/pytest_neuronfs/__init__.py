@@ -57,7 +57,10 @@ def _run_inside(config, default, instance, report):
     env[_ONLY_ENV] = instance
     if report:
         env[_REPORT_ENV] = report
-    argv = [neuronfs, "run", "--instance", instance, *config.getoption("--neuronfs-arg"), "--",
+    # The session keeps its user: run would otherwise drop to the user
+    # sudo was called by, who cannot write the faults file.
+    argv = [neuronfs, "run", "--instance", instance, f"--uid={os.geteuid()}", f"--gid={os.getegid()}",
+            *config.getoption("--neuronfs-arg"), "--",
             sys.executable, "-m", "pytest", *config.invocation_params.args]
     return subprocess.call(argv, env=env, cwd=str(config.invocation_params.dir))
 
