@@ -30,8 +30,9 @@ func DriverVersion(v string) Option {
 	return func(c *config) error { c.dev.DriverVersion = v; return nil }
 }
 
-// MemoryBacking is where device memory lives: "memfd" (host RAM, the
-// default) or "file:DIR".
+// MemoryBacking is where device memory lives: "memfd" (host RAM) or
+// "file:DIR". The default is $NEURONFS_MEMORY_BACKING, as for the CLI,
+// else memfd.
 func MemoryBacking(spec string) Option {
 	return func(c *config) error {
 		b, err := device.ParseBacking(spec)

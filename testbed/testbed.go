@@ -88,6 +88,11 @@ func start(t testing.TB, c config) (*Testbed, error) {
 		}
 	}
 	c.dev.Log = log
+	if env := os.Getenv(device.BackingEnv); env != "" && c.dev.Backing == (device.Backing{}) {
+		if c.dev.Backing, err = device.ParseBacking(env); err != nil {
+			return nil, fmt.Errorf("$%s: %w", device.BackingEnv, err)
+		}
+	}
 	sys, err := device.NewSystem(c.dev)
 	if err != nil {
 		return nil, err
