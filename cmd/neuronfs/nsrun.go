@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/chardev"
 )
 
@@ -163,20 +164,4 @@ func abortOnExit(fsys *fs.FS, log *logrus.Entry) {
 }
 
 // receiveFD reads one descriptor passed with SCM_RIGHTS.
-func receiveFD(sock *os.File) (int, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, 0)
-	if err != nil {
-		return -1, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("no descriptor received (%v)", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return -1, fmt.Errorf("no descriptor received (%v)", err)
-	}
-	return fds[0], nil
-}
+func receiveFD(sock *os.File) (int, error) { return hostview.ReceiveFD(int(sock.Fd())) }
