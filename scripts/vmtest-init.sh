@@ -64,12 +64,15 @@ phase() {
 		fi
 	}
 	cd /tmp
-	echo "vmtest: [$name] neuronfs run --instance trn2.48xlarge -- neuronfs.test __client directfds"
+	# The smoke check runs with run's defaults: the automatic transport
+	# and memory backing, and the automatic device descriptors, which
+	# without passthrough must be the supervisor's.
+	echo "vmtest: [$name] neuronfs run --log-level=info --instance trn2.48xlarge -- neuronfs.test __client directfds"
 	start=$(date +%s)
-	out=$(as neuronfs run --instance trn2.48xlarge -- /bin/neuronfs.test __client directfds)
+	out=$(as env -u NEURONFS_FUSE_TRANSPORT -u NEURONFS_MEMORY_BACKING \
+		neuronfs run --log-level=info --instance trn2.48xlarge -- /bin/neuronfs.test __client directfds)
 	st=$?
 	echo "$out"
-	# Without passthrough, auto must pick the supervisor's descriptors.
 	case "$st $out" in
 	"0 ok memory-file"*) ;;
 	*) fail "$name-smoke" "status $st" ;;
