@@ -575,14 +575,15 @@ func (s *Supervisor) handleDup(n *seccompNotif, fd int32, cloexec bool) {
 	}
 	id, tid := n.ID, n.Pid
 	s.slow(func() {
-		pidfd, err := unix.PidfdOpen(int(tid), unix.PIDFD_THREAD)
-		if err != nil {
-			pidfd, err = unix.PidfdOpen(int(tid), 0) // Linux < 6.9: a leader only
-		}
+		// Before Linux 6.9 the pin is the caller's process, whose
+		// descriptor table its threads share (a thread that unshared
+		// its table is not followed there).
+		pin, err := procfs.PinThread(int32(tid))
 		if err != nil {
 			s.pass(id)
 			return
 		}
+		pidfd := pin.Fd
 		defer unix.Close(pidfd)
 		// The pidfd pins the task: if the notification is still live, it
 		// is the task that made the call.
