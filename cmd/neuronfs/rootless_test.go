@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
@@ -171,7 +172,15 @@ func asNobody(t *testing.T, bin string, args ...string) *exec.Cmd {
 		t.Skip(f.beforeClone())
 	}
 	cmd := exec.Command(bin, "__client", "asnobody")
-	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1", fuseCopyEnv+"="+t.TempDir(),
+	// The suite's file-backed pass keeps its backing under a directory
+	// only root may enter: nobody's daemons take memfds.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, device.BackingEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "NEURONFS_AS_MAIN=1", fuseCopyEnv+"="+t.TempDir(),
 		nobodyArgsEnv+"="+strings.Join(append([]string{bin}, args...), "\t"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	cmd.Stderr = os.Stderr
