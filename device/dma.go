@@ -10,6 +10,7 @@ import (
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -77,7 +78,7 @@ func (d *Device) initDMA() error {
 	for i := range f.DMAEnginesPerDevice {
 		d.dma.engines = append(d.dma.engines, dma.NewEngine(i, d.dma.mem, opts))
 	}
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dma.DescSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (d *Device) stopDMA() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, e := range d.dma.engines {
-		e.SetState(dma.StateDisable)
+		e.SetState(dmadesc.StateDisable)
 		for q := range dma.QueuesPerEngine {
 			e.WaitIdle(ctx, q)
 		}
@@ -185,7 +186,7 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 	d.dma.owner[[2]int{int(v.EngID), int(v.QID)}] = r.Caller.Tgid
 	delete(d.dma.hostDriven, [2]int{int(v.EngID), int(v.QID)})
 	d.mu.Unlock()
-	if rxc != nil && uint64(v.RXDescCount)*dma.DescSize > rxc.Size {
+	if rxc != nil && uint64(v.RXDescCount)*dmadesc.Size > rxc.Size {
 		return Errno(syscall.EINVAL)
 	}
 	if rxc != nil {
@@ -266,7 +267,7 @@ func dmaEngSetState(r *Request) Result {
 	if res != 0 {
 		return res
 	}
-	e.SetState(dma.State(v.State)) // other values are refused inside, yet the ioctl succeeds
+	e.SetState(dmadesc.State(v.State)) // other values are refused inside, yet the ioctl succeeds
 	return 0
 }
 
@@ -312,7 +313,7 @@ func dmaCopyDescriptors64(r *Request, v *ioctl.DMACopyDescriptors64) Result {
 }
 
 func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
-	size := uint64(num) * dma.DescSize
+	size := uint64(num) * dmadesc.Size
 	c, res := r.useRange(h, off, size)
 	if res != 0 {
 		return res
@@ -325,8 +326,8 @@ func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
 		if res := r.readUser(p, buf+done); res != 0 {
 			return res
 		}
-		for i := 0; i < len(p); i += dma.DescSize {
-			if res := r.checkDescAddr(dma.Decode(p[i:]).Addr, qtype); res != 0 {
+		for i := 0; i < len(p); i += dmadesc.Size {
+			if res := r.checkDescAddr(dmadesc.Decode(p[i:]).Addr, qtype); res != 0 {
 				return res
 			}
 		}
@@ -417,10 +418,10 @@ func dmaDescriptorCopyout(r *Request, v *ioctl.DMADescriptorCopyout) Result {
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	total := uint64(v.Count) * dma.DescSize
+	total := uint64(v.Count) * dmadesc.Size
 	from := ring.Base - c.PA
 	if c.Loc == mempool.LocHost {
-		from = uint64(v.StartIndex) * dma.DescSize
+		from = uint64(v.StartIndex) * dmadesc.Size
 	}
 	if from+total > c.Size {
 		return Errno(syscall.EINVAL)
@@ -481,7 +482,7 @@ func (d *Device) reinitDMA(ncMap uint32) {
 			for q := range dma.QueuesPerEngine {
 				e.DisableQueue(q)
 			}
-			e.SetState(dma.StateNormal)
+			e.SetState(dmadesc.StateNormal)
 			d.mu.Lock()
 			for q := range dma.QueuesPerEngine {
 				delete(d.dma.hostDriven, [2]int{eng, q})

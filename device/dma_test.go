@@ -8,12 +8,13 @@ import (
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 func ringHandle(t *testing.T, d *Device, tgid int32, descs uint64) (uint64, *mempool.Chunk) {
 	t.Helper()
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: descs * dma.DescSize, Host: true, Lifespan: mempool.LifespanCurProcess, PID: tgid})
+	c, err := d.pool.Alloc(mempool.AllocRequest{Size: descs * dmadesc.Size, Host: true, Lifespan: mempool.LifespanCurProcess, PID: tgid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestDMAQueueValidation(t *testing.T) {
 
 	res, _ = call(t, ctx, f, 7, ioctl.CmdDMAEngSetState, ioctl.DMAEngSetState{EngID: 3, State: 7})
 	wantErrno(t, "set state 7 (ignored)", res, 0)
-	if st := d.dma.engines[3].State(); st.TX != dma.StateNormal {
+	if st := d.dma.engines[3].State(); st.TX != dmadesc.StateNormal {
 		t.Errorf("state 7 changed the engine: %+v", st)
 	}
 }

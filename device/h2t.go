@@ -5,6 +5,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -48,7 +49,7 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 			d.dma.owner[key] = tgid
 			return q, 0
 		}
-		for _, size := range []uint64{h2tRingDescs * dma.DescSize, h2tRingDescs * dma.DescSize, h2tCompletionSize} {
+		for _, size := range []uint64{h2tRingDescs * dmadesc.Size, h2tRingDescs * dmadesc.Size, h2tCompletionSize} {
 			c, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(nc), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 			if err != nil {
 				d.freeClaimRingsLocked(cl)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
@@ -40,9 +41,9 @@ func (d *Device) initDriverRings() error {
 	f := d.sys.Arch
 	d.dma.driverRings = make([]*driverRing, f.CoresPerDevice)
 	for c := range f.CoresPerDevice {
-		r := &driverRing{eng: f.H2TEngine(c), qid: f.H2TDefaultQueue(c), ringID: dma.InitialRingID}
+		r := &driverRing{eng: f.H2TEngine(c), qid: f.H2TDefaultQueue(c), ringID: dmadesc.InitialRingID}
 		for _, p := range []**mempool.Chunk{&r.tx, &r.rx, &r.marks} {
-			size := uint64(h2tRingDescs * dma.DescSize)
+			size := uint64(h2tRingDescs * dmadesc.Size)
 			if p == &r.marks {
 				size = 4096
 			}
@@ -86,22 +87,22 @@ func (r *driverRing) copy(d *Device, ctx int, dst, src, size uint64) (int, bool)
 	atomic.StoreUint32(srcWord, completionMarker)
 	atomic.StoreUint32(dstWord, 0)
 	var pairs [][3]uint64
-	for off := uint64(0); off < size; off += dma.MaxDescLen {
-		pairs = append(pairs, [3]uint64{src + off, dst + off, min(size-off, dma.MaxDescLen)})
+	for off := uint64(0); off < size; off += dmadesc.MaxDescLen {
+		pairs = append(pairs, [3]uint64{src + off, dst + off, min(size-off, dmadesc.MaxDescLen)})
 	}
 	markSrc := r.marks.PA + uint64(ctx*markerStride)
 	pairs = append(pairs, [3]uint64{markSrc, markSrc + 4, 4})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	txRing, ok1 := d.dma.mem.Slice(r.tx.PA, h2tRingDescs*dma.DescSize)
-	rxRing, ok2 := d.dma.mem.Slice(r.rx.PA, h2tRingDescs*dma.DescSize)
+	txRing, ok1 := d.dma.mem.Slice(r.tx.PA, h2tRingDescs*dmadesc.Size)
+	rxRing, ok2 := d.dma.mem.Slice(r.rx.PA, h2tRingDescs*dmadesc.Size)
 	if !ok1 || !ok2 {
 		return 0, false
 	}
 	for _, p := range pairs {
-		tx, rx := dma.CopyPair(p[0], p[1], uint32(p[2]&dma.LenMask), r.ringID)
-		tx.Put(txRing[r.next*dma.DescSize:])
-		rx.Put(rxRing[r.next*dma.DescSize:])
+		tx, rx := dmadesc.CopyPair(p[0], p[1], uint32(p[2]&dmadesc.LenMask), r.ringID)
+		tx.Put(txRing[r.next*dmadesc.Size:])
+		rx.Put(rxRing[r.next*dmadesc.Size:])
 		if r.next++; r.next == h2tRingDescs {
 			r.next, r.ringID = 0, (r.ringID+1)&3
 		}
