@@ -1,14 +1,11 @@
 package device
 
 import (
-	"context"
 	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
@@ -27,12 +24,10 @@ const (
 	queueTypeRX       = 1
 )
 
-// dmaState is the driver's bookkeeping around the engines.
+// dmaState is the driver's bookkeeping around the chip's engines.
 type dmaState struct {
-	mem     *dma.Space
-	engines []*dma.Engine        // hardware engines; the driver's array is larger
-	owner   map[[2]int]int32     // queues initialised by a process, by (engine, queue)
-	claims  map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
+	owner  map[[2]int]int32     // queues initialised by a process, by (engine, queue)
+	claims map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
 	// hostDriven marks queues rung with DMA_QUEUE_COPY_START since their
 	// init; the others are device-driven (the exec queue), armed by the
 	// chip at a doorbell.
@@ -42,42 +37,12 @@ type dmaState struct {
 	dummy       *mempool.Chunk
 }
 
+// initDMA sets up the driver's side of the engines: its tables, the
+// dummy ring and the cores' default h2t queues.
 func (d *Device) initDMA() error {
-	f := d.sys.Arch
-	d.dma.mem = dma.NewSpace(d.phys.fd, engineWindows(f))
-	d.dma.mem.Touch = func(pa, n uint64) {
-		d.pattern.fill(pa, n)
-		d.sys.noteAccess(n)
-	}
-	d.dma.mem.Admit = func(pa, n uint64) bool { return d.sys.admitWrite(d, pa, n, 0) }
-	d.dma.mem.HostLo, d.dma.mem.HostHi = f.HostBase, f.HostBase+dhal.HostMemorySpan
-	d.dma.mem.HostOwner = func(pa uint64) *dma.Space {
-		if o, ok := d.sys.hostSpace.Owner(pa - f.HostBase); ok {
-			if other, ok := o.(*Device); ok {
-				return other.dma.mem
-			}
-		}
-		return nil
-	}
-	d.initRoutes()
-	d.initSweeps()
-	d.initExecWatch()
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}
-	opts := dma.Options{
-		RingIDErrorsMasked: f.RingIDErrorsMasked,
-		Fault:              d.sys.dmaFault,
-		OnTransfer:         d.power.addBytes,
-		OnCopy:             d.observeCopy,
-		OnError: func(eng, qid int, status uint32) {
-			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
-			d.reportDMAAbort(eng, qid, status)
-		},
-	}
-	for i := range f.DMAEnginesPerDevice {
-		d.dma.engines = append(d.dma.engines, dma.NewEngine(i, d.dma.mem, opts))
-	}
 	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return err
@@ -86,46 +51,14 @@ func (d *Device) initDMA() error {
 	return d.initDriverRings()
 }
 
-// engineWindows is what a device's engines reach: HBM, host memory under
-// the route bit, the special resources (state buffers, semaphore areas)
-// and the regions PROGRAM_ENGINE writes.
-func engineWindows(f *dhal.ArchFacts) []dma.Range {
-	var rs []dma.Range
-	for _, b := range f.HBMBases {
-		rs = append(rs, dma.Range{Base: b, Size: f.HBMSize})
-	}
-	rs = append(rs, dma.Range{Base: f.HostBase, Size: dhal.HostMemorySpan})
-	for _, r := range f.MmapResources() {
-		rs = append(rs, dma.Range{Base: r.Offset, Size: r.Size})
-	}
-	for _, r := range f.ProgramRegions() {
-		rs = append(rs, dma.Range{Base: r.Base, Size: r.Size})
-	}
-	return rs
-}
-
-// stopDMA halts every engine and waits (briefly) for the workers. The
-// space stays mapped: a neighbour's engine may still reach it until the
-// system stops them all (System.Close).
-func (d *Device) stopDMA() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, e := range d.dma.engines {
-		e.SetState(dmadesc.StateDisable)
-		for q := range dma.QueuesPerEngine {
-			e.WaitIdle(ctx, q)
-		}
-	}
-}
-
 // engine returns engine id: EINVAL beyond the driver's array. Slots the
 // driver has but the chip lacks (V2: 34..131) have no registers; the
 // driver would fault on them, here they are EINVAL too.
 func (d *Device) engine(id uint32) (*dma.Engine, Result) {
-	if id >= uint32(len(d.dma.engines)) {
-		return nil, Errno(syscall.EINVAL)
+	if e := d.chip.Engine(int(min(id, 1<<30))); e != nil {
+		return e, 0
 	}
-	return d.dma.engines[id], 0
+	return nil, Errno(syscall.EINVAL)
 }
 
 // isDefaultH2T reports whether (eng, q) is a core's default h2t queue,
@@ -444,11 +377,12 @@ func (d *Device) releaseQueuesLocked(tgid int32) {
 			continue
 		}
 		delete(d.dma.owner, key)
-		if f.IsNXQueue(eng, q) || eng >= len(d.dma.engines) {
+		e := d.chip.Engine(eng)
+		if f.IsNXQueue(eng, q) || e == nil {
 			continue
 		}
 		dummy := dma.RingSpec{Base: d.dma.dummy.PA, Size: dummyRingDescs}
-		if errno := d.dma.engines[eng].InitQueue(q, dummy, dummy); errno != 0 {
+		if errno := e.InitQueue(q, dummy, dummy); errno != 0 {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": q, "errno": errno}).Warn("queue reset at exit failed")
 		}
 	}
@@ -468,33 +402,22 @@ func (d *Device) OwnedQueues() int {
 	return n
 }
 
-// reinitDMA is the DMA side of a finished reset: the engines of the reset
-// cores come back in the normal state with every queue stopped and empty,
-// whatever was queued on them.
+// reinitDMA is the DMA side of a finished reset: the chip brings the
+// engines of the reset cores back stopped and empty, and the driver
+// forgets which of their queues the host rang.
 func (d *Device) reinitDMA(ncMap uint32) {
-	f := d.sys.Arch
-	for c := range f.CoresPerDevice {
+	for c := range d.sys.Arch.CoresPerDevice {
 		if ncMap != ncMapDevice && ncMap&(1<<c) == 0 {
 			continue
 		}
-		for eng := c * f.DMAEnginesPerCore; eng < (c+1)*f.DMAEnginesPerCore && eng < len(d.dma.engines); eng++ {
-			e := d.dma.engines[eng]
-			for q := range dma.QueuesPerEngine {
-				e.DisableQueue(q)
-			}
-			e.SetState(dmadesc.StateNormal)
-			d.mu.Lock()
+		d.chip.ResetEngines(c)
+		first, end := d.chip.CoreEngines(c)
+		d.mu.Lock()
+		for eng := first; eng < end; eng++ {
 			for q := range dma.QueuesPerEngine {
 				delete(d.dma.hostDriven, [2]int{eng, q})
 			}
-			d.mu.Unlock()
 		}
-	}
-}
-
-// kickAll restarts every queue that has work (after a fault cleared).
-func (s *dmaState) kickAll() {
-	for _, e := range s.engines {
-		e.Kick()
+		d.mu.Unlock()
 	}
 }

@@ -68,7 +68,7 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 		}
 		tx := dma.RingSpec{Base: cl.rings[0].PA, Size: h2tRingDescs}
 		rx := dma.RingSpec{Base: cl.rings[1].PA, Size: h2tRingDescs}
-		if errno := d.dma.engines[eng].InitQueue(q, tx, rx); errno != 0 {
+		if errno := d.chip.Engine(eng).InitQueue(q, tx, rx); errno != 0 {
 			d.freeClaimRingsLocked(cl)
 			return 0, Errno(errno)
 		}
@@ -94,7 +94,7 @@ func (d *Device) releaseH2TLocked(nc, q int) {
 		return
 	}
 	if cl.copy {
-		d.dma.engines[eng].DisableQueue(q)
+		d.chip.Engine(eng).DisableQueue(q)
 		d.freeClaimRingsLocked(cl)
 	} else {
 		delete(d.dma.owner, key)

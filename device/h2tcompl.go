@@ -38,7 +38,7 @@ func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
 		d.freeChunk(c, 0)
 		return nil, err
 	}
-	if hdr, ok := d.dma.mem.Slice(c.PA, asyncComplHeader); ok {
+	if hdr, ok := d.chip.Mem().Slice(c.PA, asyncComplHeader); ok {
 		clear(hdr)
 		binary.LittleEndian.PutUint32(hdr, asyncComplCapacity)
 	}

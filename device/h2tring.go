@@ -58,7 +58,7 @@ func (d *Device) initDriverRings() error {
 			return err
 		}
 		spec := func(ch *mempool.Chunk) dma.RingSpec { return dma.RingSpec{Base: ch.PA, Size: h2tRingDescs} }
-		if errno := d.dma.engines[r.eng].InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {
+		if errno := d.chip.Engine(r.eng).InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {
 			return errno
 		}
 		d.dma.driverRings[c] = r
@@ -68,7 +68,7 @@ func (d *Device) initDriverRings() error {
 
 // markerWord returns a word of context ctx's marker (0 source, 1 result).
 func (r *driverRing) markerWord(d *Device, ctx, which int) (*uint32, bool) {
-	b, ok := d.dma.mem.Slice(r.marks.PA+uint64(ctx*markerStride+4*which), 4)
+	b, ok := d.chip.Mem().Slice(r.marks.PA+uint64(ctx*markerStride+4*which), 4)
 	if !ok {
 		return nil, false
 	}
@@ -94,8 +94,8 @@ func (r *driverRing) copy(d *Device, ctx int, dst, src, size uint64) (int, bool)
 	pairs = append(pairs, [3]uint64{markSrc, markSrc + 4, 4})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	txRing, ok1 := d.dma.mem.Slice(r.tx.PA, h2tRingDescs*dmadesc.Size)
-	rxRing, ok2 := d.dma.mem.Slice(r.rx.PA, h2tRingDescs*dmadesc.Size)
+	txRing, ok1 := d.chip.Mem().Slice(r.tx.PA, h2tRingDescs*dmadesc.Size)
+	rxRing, ok2 := d.chip.Mem().Slice(r.rx.PA, h2tRingDescs*dmadesc.Size)
 	if !ok1 || !ok2 {
 		return 0, false
 	}
@@ -108,7 +108,7 @@ func (r *driverRing) copy(d *Device, ctx int, dst, src, size uint64) (int, bool)
 		}
 	}
 	n := uint32(len(pairs))
-	if errno := d.dma.engines[r.eng].Doorbell(r.qid, n, n); errno != 0 {
+	if errno := d.chip.Engine(r.eng).Doorbell(r.qid, n, n); errno != 0 {
 		return 0, false
 	}
 	return len(pairs), true

@@ -2,9 +2,9 @@ package dma
 
 import (
 	"context"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 

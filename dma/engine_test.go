@@ -3,11 +3,11 @@ package dma
 import (
 	"bytes"
 	"context"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 

@@ -2,10 +2,10 @@ package dma
 
 import (
 	"context"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 

@@ -2,8 +2,9 @@ package dma
 
 import (
 	"encoding/binary"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"unsafe"
+
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 )
 
 // reducer is what a step does with its bytes instead of copying them.

@@ -2,9 +2,10 @@ package dma
 
 import (
 	"encoding/binary"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"math"
 	"testing"
+
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 )
 
 // Descriptors whose meta_ctrl names a reduction combine the source into

@@ -1,0 +1,51 @@
+package chip
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/dhal"
+)
+
+// testDriver is a driver with no allocations, no queues, no neighbours,
+// no faults and no limit.
+type testDriver struct{}
+
+func (testDriver) Admit(pa, n uint64) bool                        { return true }
+func (testDriver) Touched(n uint64)                               {}
+func (testDriver) Allocation(uint64) (base, size uint64, ok bool) { return 0, 0, false }
+func (testDriver) DeviceDrivenQueues(int) [][2]int                { return nil }
+func (testDriver) Peer(int) *Chip                                 { return nil }
+func (testDriver) HostOwner(uint64) *Chip                         { return nil }
+func (testDriver) Count(int, string, uint64)                      {}
+func (testDriver) Faults() Faults {
+	no := func() bool { return false }
+	return Faults{DMA: func() (bool, uint32) { return false, 0 }, ResetFail: no, FWIOFail: no, PowerInvalid: no}
+}
+
+// newTestChip builds device 0 of instance, stopped and closed at the
+// test's end.
+func newTestChip(t *testing.T, instance string) *Chip {
+	t.Helper()
+	inst, err := dhal.LookupInstance(instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := dhal.Facts(inst.Product.Arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	c, err := New(Config{Name: "neuron0", Arch: f, Log: logrus.NewEntry(l), Epoch: time.Now(), InferenceStart: -1}, testDriver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop()
+		c.Close()
+	})
+	return c
+}
