@@ -31,6 +31,8 @@ type Config struct {
 	ExecLatency time.Duration
 	// ResetLatency is how long the firmware takes to reset.
 	ResetLatency time.Duration
+	// PCI is the chip's PCI function (config space, BARs, link).
+	PCI PCIFunction
 	// Identity are misc-RAM registers the firmware reports from the start
 	// (device id, serial number, server info).
 	Identity map[uint64]uint32

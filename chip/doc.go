@@ -3,8 +3,8 @@
 // pattern, the DMA address space with its routes to neighbours and host
 // memory and the engines, BAR0 with the firmware behind misc RAM, the
 // NOTIFIC blocks, the cores' semaphore and event areas and their sweeper,
-// the exec doorbells and the sequencers (chip/seq) that run staged
-// programs.
+// the exec doorbells, the sequencers (chip/seq) that run staged programs
+// and the PCI function's config space.
 //
 // A Chip knows nothing of processes, handles or ioctls. It reaches the
 // driver that owns it only through Driver (driver.go): memory admission
@@ -19,6 +19,7 @@
 // notific.go, sem.go and semareas.go (the areas), semsweep.go and
 // sweepsleep.go (polling mapped stores), doorbell.go, semcas.go, exec.go
 // (a doorbell's semantic run), execreq.go (delivered exec requests),
-// execrun.go and execsync.go (the sequencers), corestatus.go and power.go
-// (the firmware's utilisation model).
+// execrun.go and execsync.go (the sequencers), corestatus.go, power.go
+// (the firmware's utilisation model), pciconfig.go and pcicaps.go (the
+// PCI function's config space).
 package chip

@@ -71,6 +71,7 @@ func (h chipHost) Faults() chip.Faults {
 // chipConfig is device index's chip as the system configures it.
 func (s *System) chipConfig(index int) chip.Config {
 	serial := s.serialNumber(index)
+	p := s.Instance.Product
 	id := map[uint64]uint32{
 		mmio.RegDeviceID: s.Instance.RoutingID(index),
 		mmio.RegSerialLo: uint32(serial),
@@ -85,5 +86,9 @@ func (s *System) chipConfig(index int) chip.Config {
 		Log: s.log.WithField("device", index), Epoch: s.epoch,
 		InferenceStart: s.inferenceStart, ExecLatency: s.execLatency, ResetLatency: s.resetLatency,
 		Identity: id,
+		PCI: chip.PCIFunction{
+			Vendor: p.PCIVendor, Device: p.PCIDevice, SubVendor: dhal.PCISubsystemVendor, SubDevice: dhal.PCISubsystemDevice,
+			Class: dhal.PCIClass, Revision: uint8(s.Revision), BARs: s.Arch.PCIBARs(index), BAR0Size: s.Arch.BAR0Size, Link: p.PCIeLink(),
+		},
 	}
 }

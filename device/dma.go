@@ -61,18 +61,6 @@ func (d *Device) engine(id uint32) (*dma.Engine, Result) {
 	return nil, Errno(syscall.EINVAL)
 }
 
-// isDefaultH2T reports whether (eng, q) is a core's default h2t queue,
-// which the driver owns.
-func (d *Device) isDefaultH2T(eng, q int) bool {
-	f := d.sys.Arch
-	for c := range f.CoresPerDevice {
-		if f.H2TEngine(c) == eng && f.H2TDefaultQueue(c) == q {
-			return true
-		}
-	}
-	return false
-}
-
 // ringChunk resolves a ring handle: 0 or an invalid handle mean no ring.
 func (r *Request) ringChunk(h uint64) (*mempool.Chunk, Result) {
 	if h == 0 {

@@ -69,7 +69,7 @@ func asyncH2TComplQueues(r *Request, v *ioctl.GetAsyncH2TDMAComplQueues) Result 
 		return Errno(syscall.EINVAL)
 	}
 	v.ComplQueueInfo = [16]ioctl.H2TComplQueueInfo{}
-	eng := d.h2tEngine(int(v.NCID))
+	eng := d.sys.Arch.H2TEngine(int(v.NCID))
 	d.mu.Lock()
 	for q := range dma.QueuesPerEngine {
 		if v.QIDBitmap&(1<<q) == 0 {
