@@ -1,6 +1,7 @@
 package chip
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,17 +11,21 @@ import (
 )
 
 // testDriver is a driver with no allocations, no queues, no neighbours,
-// no faults and no limit.
-type testDriver struct{}
+// no faults and no limit; it counts only executions.
+type testDriver struct{ inferences atomic.Uint64 }
 
-func (testDriver) Admit(pa, n uint64) bool                        { return true }
-func (testDriver) Touched(n uint64)                               {}
-func (testDriver) Allocation(uint64) (base, size uint64, ok bool) { return 0, 0, false }
-func (testDriver) DeviceDrivenQueues(int) [][2]int                { return nil }
-func (testDriver) Peer(int) *Chip                                 { return nil }
-func (testDriver) HostOwner(uint64) *Chip                         { return nil }
-func (testDriver) Count(int, string, uint64)                      {}
-func (testDriver) Faults() Faults {
+func (*testDriver) Admit(pa, n uint64) bool                        { return true }
+func (*testDriver) Touched(n uint64)                               {}
+func (*testDriver) Allocation(uint64) (base, size uint64, ok bool) { return 0, 0, false }
+func (*testDriver) DeviceDrivenQueues(int) [][2]int                { return nil }
+func (*testDriver) Peer(int) *Chip                                 { return nil }
+func (*testDriver) HostOwner(uint64) *Chip                         { return nil }
+func (d *testDriver) Count(_ int, name string, n uint64) {
+	if name == "other_info/inference_count" {
+		d.inferences.Add(n)
+	}
+}
+func (*testDriver) Faults() Faults {
 	no := func() bool { return false }
 	return Faults{DMA: func() (bool, uint32) { return false, 0 }, ResetFail: no, FWIOFail: no, PowerInvalid: no}
 }
@@ -28,6 +33,12 @@ func (testDriver) Faults() Faults {
 // newTestChip builds device 0 of instance, stopped and closed at the
 // test's end.
 func newTestChip(t *testing.T, instance string) *Chip {
+	c, _ := newTestChipDriver(t, instance)
+	return c
+}
+
+// newTestChipDriver is newTestChip that also returns its driver.
+func newTestChipDriver(t *testing.T, instance string) (*Chip, *testDriver) {
 	t.Helper()
 	inst, err := dhal.LookupInstance(instance)
 	if err != nil {
@@ -39,7 +50,8 @@ func newTestChip(t *testing.T, instance string) *Chip {
 	}
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
-	c, err := New(Config{Name: "neuron0", Arch: f, Log: logrus.NewEntry(l), Epoch: time.Now(), InferenceStart: -1}, testDriver{})
+	drv := &testDriver{}
+	c, err := New(Config{Name: "neuron0", Arch: f, Log: logrus.NewEntry(l), Epoch: time.Now(), InferenceStart: -1}, drv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,5 +59,5 @@ func newTestChip(t *testing.T, instance string) *Chip {
 		c.Stop()
 		c.Close()
 	})
-	return c
+	return c, drv
 }

@@ -10,12 +10,19 @@ import (
 // memory admission and accounting, allocations, the queues the runtime
 // left to the device, the neighbours, the fault switches and the sysfs
 // counters. The chip calls it holding none of its locks.
-type chipHost struct{ d *Device }
+type chipHost struct {
+	d          *Device
+	neighbours []uint32 // DEVICE_INFO connected_devices, by link
+}
 
-func (h chipHost) Admit(pa, n uint64) bool { return h.d.sys.admitWrite(h.d, pa, n, 0) }
-func (h chipHost) Touched(n uint64)        { h.d.sys.noteAccess(n) }
+func newChipHost(d *Device) *chipHost {
+	return &chipHost{d: d, neighbours: d.sys.Instance.Neighbours(d.Index)}
+}
 
-func (h chipHost) Allocation(pa uint64) (base, size uint64, ok bool) {
+func (h *chipHost) Admit(pa, n uint64) bool { return h.d.sys.admitWrite(h.d, pa, n, 0) }
+func (h *chipHost) Touched(n uint64)        { h.d.sys.noteAccess(n) }
+
+func (h *chipHost) Allocation(pa uint64) (base, size uint64, ok bool) {
 	if c, ok := h.d.pool.Containing(pa); ok {
 		return c.PA, c.Size, true
 	}
@@ -24,7 +31,7 @@ func (h chipHost) Allocation(pa uint64) (base, size uint64, ok bool) {
 
 // DeviceDrivenQueues lists core nc's queues a process initialised and
 // never rang with DMA_QUEUE_COPY_START (the exec queues).
-func (h chipHost) DeviceDrivenQueues(nc int) [][2]int {
+func (h *chipHost) DeviceDrivenQueues(nc int) [][2]int {
 	d := h.d
 	first, end := d.chip.CoreEngines(nc)
 	var out [][2]int
@@ -40,18 +47,17 @@ func (h chipHost) DeviceDrivenQueues(nc int) [][2]int {
 
 // Peer follows DEVICE_INFO's connected_devices. Devices are all built
 // before a process can open one.
-func (h chipHost) Peer(link int) *chip.Chip {
-	nb := h.d.sys.Instance.Neighbours(h.d.Index)
-	if link < 0 || link >= len(nb) {
+func (h *chipHost) Peer(link int) *chip.Chip {
+	if link < 0 || link >= len(h.neighbours) {
 		return nil
 	}
-	if p := h.d.sys.Device(int(nb[link])); p != nil {
+	if p := h.d.sys.Device(int(h.neighbours[link])); p != nil {
 		return p.chip
 	}
 	return nil
 }
 
-func (h chipHost) HostOwner(pa uint64) *chip.Chip {
+func (h *chipHost) HostOwner(pa uint64) *chip.Chip {
 	s := h.d.sys
 	if o, ok := s.hostSpace.Owner(pa - s.Arch.HostBase); ok {
 		if other, ok := o.(*Device); ok {
@@ -61,9 +67,9 @@ func (h chipHost) HostOwner(pa uint64) *chip.Chip {
 	return nil
 }
 
-func (h chipHost) Count(nc int, name string, n uint64) { h.d.metrics.Add(nc, name, n) }
+func (h *chipHost) Count(nc int, name string, n uint64) { h.d.metrics.Add(nc, name, n) }
 
-func (h chipHost) Faults() chip.Faults {
+func (h *chipHost) Faults() chip.Faults {
 	f := &h.d.sys.faults
 	return chip.Faults{DMA: h.d.sys.dmaFault, ResetFail: f.ResetFail.Load, FWIOFail: f.FWIOFail.Load, PowerInvalid: f.PowerInvalid.Load}
 }

@@ -69,7 +69,7 @@ func newDevice(s *System, index int) (*Device, error) {
 	for i := range d.cinit {
 		d.cinit[i] = cinitInvalid
 	}
-	c, err := chip.New(s.chipConfig(index), chipHost{d})
+	c, err := chip.New(s.chipConfig(index), newChipHost(d))
 	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", index, err)
 	}
