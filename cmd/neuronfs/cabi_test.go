@@ -130,7 +130,7 @@ func cDecl(t *testing.T, ty reflect.Type, name string) string {
 }
 
 // dmaConstants are the descriptor facts a C client needs to build a copy
-// pair as package dma does (dmadesc.CopyPair).
+// pair as package dmadesc does (dmadesc.CopyPair).
 func dmaConstants() map[string]uint64 {
 	return map[string]uint64{
 		"DMA_DESC_SIZE":           dmadesc.Size,
