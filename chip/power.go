@@ -22,9 +22,12 @@ const (
 	BusyBytesPerSecond = 10 << 30
 )
 
-// PowerRegs are the misc-RAM registers of the dies' samples: sample
+// powerRegs are the misc-RAM registers of the dies' samples: sample
 // number in the high half, basis points in the low.
-var PowerRegs = []uint64{mmio.RegPowerUtilDie0, mmio.RegPowerUtilDie1}
+var powerRegs = [...]uint64{mmio.RegPowerUtilDie0, mmio.RegPowerUtilDie1}
+
+// PowerReg is the misc-RAM register of die's power sample.
+func PowerReg(die int) uint64 { return powerRegs[die] }
 
 // firmwarePower is the activity since the last sample; busy is added to
 // from any goroutine, fwSample belongs to the publishing one.
@@ -56,6 +59,6 @@ func (c *Chip) PublishPower(period time.Duration) {
 	}
 	p.fwSample++
 	for die := 0; die < c.arch.DiesPerDevice; die++ {
-		c.fw.Set(PowerRegs[die], uint32(p.fwSample)<<16|bips)
+		c.fw.Set(powerRegs[die], uint32(p.fwSample)<<16|bips)
 	}
 }

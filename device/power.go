@@ -114,7 +114,7 @@ func (d *Device) samplePower(now time.Time) {
 	var samples [2]uint16
 	fresh := true
 	for die := 0; die < d.sys.Arch.DiesPerDevice; die++ {
-		v, _ := d.chip.Firmware().Read32(chip.PowerRegs[die])
+		v, _ := d.chip.Firmware().Read32(chip.PowerReg(die))
 		samples[die] = uint16(v >> 16)
 		if samples[die] == p.lastSample[die] {
 			fresh = false
