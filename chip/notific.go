@@ -1,5 +1,7 @@
 package chip
 
+import "github.com/neuronfs/neuronfs/nq"
+
 // ProgramNQ binds notification ring [base, base+size) to slot of the
 // NOTIFIC block of core id (topSP false) or TOP_SP id, as the driver
 // writes base and size.
@@ -22,4 +24,13 @@ func (c *Chip) HaltNQs(nc, per int) {
 	for ts := nc * per; ts < (nc+1)*per && ts < len(c.topSPNQ); ts++ {
 		c.topSPNQ[ts].Halt()
 	}
+}
+
+// NQSlots reports the bound slots of core nc's NOTIFIC block (for the
+// state control file); nil for a core the chip does not have.
+func (c *Chip) NQSlots(nc int) []nq.SlotState {
+	if nc < 0 || nc >= len(c.coreNQ) || c.coreNQ[nc] == nil {
+		return nil
+	}
+	return c.coreNQ[nc].Slots()
 }

@@ -138,8 +138,8 @@ func (s *System) faultStatus() string {
 // ControlAttributes are neuronfs's own files (not the driver's), under
 // neuronfs/ at the mount root.
 func (s *System) ControlAttributes() []Attr {
-	return []Attr{{
-		Path: "faults", Mode: 0o600,
+	return append([]Attr{{
+		Path: FaultsFile, Mode: 0o600,
 		Show: s.faultStatus,
 		Store: func(data []byte) syscall.Errno {
 			spec := strings.TrimSpace(string(data))
@@ -153,8 +153,11 @@ func (s *System) ControlAttributes() []Attr {
 			return 0
 		},
 	}, {Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus},
-		{Path: CoresFile, Mode: 0o444, Show: s.coresStatus}}
+		{Path: CoresFile, Mode: 0o444, Show: s.coresStatus}}, s.stateAttributes()...)
 }
+
+// FaultsFile is the control file that takes and shows fault lists.
+const FaultsFile = "faults"
 
 // dmaFault is the engines' fault hook.
 func (s *System) dmaFault() (stall bool, abort uint32) {

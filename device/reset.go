@@ -44,6 +44,7 @@ type resetEngine struct {
 	stop      chan struct{}
 	// hardwareResets counts resets performed (after coalescing).
 	hardwareResets int
+	lastFailed     bool // the last of them failed (state.go)
 }
 
 func (e *resetEngine) find(id uint32) *resetRequest {
@@ -132,6 +133,7 @@ func (d *Device) serveResets() bool {
 	}
 	d.mu.Lock()
 	e.hardwareResets++
+	e.lastFailed = !ok
 	d.mu.Unlock()
 
 	if ncMap == ncMapDevice {

@@ -59,6 +59,7 @@ type nqSlot struct {
 	head    uint32
 	headSet bool // the consumer has written head: overflow can be told
 	phase   uint8
+	written uint64 // records written since the ring was bound or re-enabled (slots.go)
 }
 
 // Block is one NOTIFIC block; it implements mmio.Block.
@@ -170,7 +171,7 @@ func (b *Block) Write32(off uint64, v uint32) bool {
 }
 
 func (s *nqSlot) rewind() {
-	s.tail, s.phase, s.head, s.headSet = 0, firstPhase, 0, false
+	s.tail, s.phase, s.head, s.headSet, s.written = 0, firstPhase, 0, false, 0
 }
 
 // Program binds slot q to a ring, as the driver's NQ init does.
@@ -222,6 +223,7 @@ func (b *Block) Emit(q int, rec Record) bool {
 	// The first word, which holds the header, goes last and whole.
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&mem[0])), binary.LittleEndian.Uint32(rec[:4]))
 	s.tail = next
+	s.written++
 	if next == 0 {
 		s.phase ^= 1
 	}

@@ -41,6 +41,8 @@ for ((i = 0; i < count; i++)); do
 	done
 done
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
+# A Go test's testbed: New plus one command's first ioctl, then the teardown.
+go test ./testbed -run '^$' -bench '^BenchmarkNewCommandTeardown$' -benchtime 10x -count "$count" | tee -a "$raw"
 # The filter's cost, with and without it (--no-chardev), and the floor
 # under any supervisor (a notified open answered at once, in C): one run
 # of each per round, so all see the same minute of this shared machine.

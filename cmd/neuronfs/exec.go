@@ -1,17 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
-	goruntime "runtime"
-	"syscall"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/neuronfs/neuronfs/internal/chardev"
-	"github.com/neuronfs/neuronfs/ioctl"
+	"github.com/neuronfs/neuronfs/hostview"
 )
 
 // execCmd is the hidden launcher of CMD under `run`: it installs the
@@ -25,49 +19,17 @@ func cmdExec(args []string) int {
 	uid := fl.Int("uid", os.Getuid(), "")
 	gid := fl.Int("gid", os.Getgid(), "")
 	direct := fl.Bool("direct", false, "")
+	noNewPrivs := fl.Bool("no-new-privs", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
-	// The filter applies to the thread that installs it, which must be
-	// the one that execs.
-	goruntime.LockOSThread()
-	listener, killable, err := chardev.InstallFilter(*direct, ioctl.Magic)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-		return 126
+	err := hostview.Exec(3, *uid, *gid, *direct, *noNewPrivs, fl.Args(), os.Environ())
+	var se *hostview.StartError
+	if errors.As(err, &se) {
+		return reportStartFailure(se.Name, se.Err)
 	}
-	if !killable {
-		fmt.Fprintln(os.Stderr, "neuronfs run: warning: this kernel (< 5.19) lets any signal interrupt a device ioctl under --device-fds=supervisor, which may then run twice")
-	}
-	if err := unix.Sendmsg(3, []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs run: handing over the seccomp listener:", err)
-		return 126
-	}
-	unix.Close(listener)
-	unix.Close(3)
-	if *uid != os.Geteuid() || *gid != os.Getegid() {
-		if err := syscall.Setgroups(nil); err != nil {
-			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-			return 126
-		}
-		if err := syscall.Setresgid(*gid, *gid, *gid); err != nil {
-			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-			return 126
-		}
-		if err := syscall.Setresuid(*uid, *uid, *uid); err != nil {
-			fmt.Fprintln(os.Stderr, "neuronfs run:", err)
-			return 126
-		}
-	}
-	// CMD is looked up as the user who runs it, after the listener is
-	// handed over: a CMD that does not exist or cannot be executed is then
-	// the user's mistake, reported here alone, not a failed start.
-	path, err := exec.LookPath(fl.Arg(0))
-	if err == nil {
-		err = syscall.Exec(path, fl.Args(), os.Environ())
-		err = &fs.PathError{Op: "exec", Path: path, Err: err}
-	}
-	return reportStartFailure(fl.Arg(0), err)
+	fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+	return 126
 }
 
 // reportStartFailure prints why CMD did not start and returns the status.

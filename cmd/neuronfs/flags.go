@@ -13,6 +13,7 @@ import (
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -153,7 +154,7 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 	}
 	major := uint32(h.major)
 	if major == 0 {
-		if major, err = freeMajor(); err != nil {
+		if major, err = hostview.FreeMajor(); err != nil {
 			return nil, err
 		}
 		h.major = uint(major)

@@ -32,7 +32,9 @@ whose daemon has died.`,
 	"run": `usage: neuronfs run [flags] -- CMD [ARGS...]
 
 Runs CMD in a private mount namespace with /dev/neuronN and the driver's
-sysfs at their real paths. The exit status is CMD's. SIGUSR1 makes the
+sysfs at their real paths. The exit status is CMD's. Without root it works
+in a user namespace of the caller, where unprivileged user namespaces are
+allowed and /dev/fuse is usable; CMD then runs as the caller. SIGUSR1 makes the
 serving daemon write every goroutine's stack to the log.`,
 	"ls": `usage: neuronfs ls [--json-output] [--root DIR]
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/ns"
 )
 
@@ -183,12 +184,12 @@ func bindOntoHost(st *hostState, sys *device.System) error {
 		if err := st.record(changeFile, dst); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, udevMode)
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, hostview.UdevMode)
 		if err != nil {
 			return err
 		}
 		f.Close()
-		if err := os.Chmod(dst, udevMode); err != nil { // past the umask
+		if err := os.Chmod(dst, hostview.UdevMode); err != nil { // past the umask
 			return err
 		}
 		if err := st.record(changeBind, dst); err != nil {

@@ -85,6 +85,8 @@ func TestMistakesAreOneLine(t *testing.T) {
 	add("--devices needs a value", "mount", "--host", "--devices")
 	add("--devices 40: trn2.48xlarge takes 1 to 16", "run", "--devices", "40", "--", "true")
 	add("unknown flag --uid2", "run", "--uid2=3", "--", "true")
+	add("--uid -1: want a user id from 0 to 4294967294", "run", "--uid=-1", "--", "true")
+	add("--gid 4294967295: want a group id from 0 to 4294967294", "run", "--gid=4294967295", "--", "true")
 	add("want one MOUNTPOINT", "mount")
 	add("want one MOUNTPOINT", "mount", "a", "b")
 	add("--host takes no MOUNTPOINT", "mount", "--host", "/mnt")

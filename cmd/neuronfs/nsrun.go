@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/chardev"
 )
 
@@ -23,6 +24,7 @@ func cmdNsRun(args []string) int {
 	noChardev := fl.Bool("no-chardev", false, "")
 	deviceFDs := deviceFDsFlag(deviceFDsFUSE)
 	fl.Var(&deviceFDs, "device-fds", "")
+	rootless := fl.Bool("rootless", false, "")
 	if status, ok := parseFlags(nsRunCmd, fl, args); !ok {
 		return status
 	}
@@ -38,14 +40,20 @@ func cmdNsRun(args []string) int {
 		return failLine("run", err)
 	}
 	defer h.leavePod()
-	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE)
+	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE, *rootless)
 	if err != nil {
+		if *rootless {
+			return failLine("run", rootlessMountError(err))
+		}
 		return failLine("run", mountError(err))
 	}
 	if *noChardev {
 		cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if u.uid != os.Geteuid() || u.gid != os.Getegid() {
+		switch {
+		case *rootless:
+			cmd.SysProcAttr = asUserInside(u.uid, u.gid)
+		case u.uid != os.Geteuid() || u.gid != os.Getegid():
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 		}
 		status := 0
@@ -88,9 +96,14 @@ func cmdNsRun(args []string) int {
 		log.WithError(err).Error("cannot find this executable")
 		return 1
 	}
-	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), "--"}, fl.Args()...)
+	// Rootless, the helper starts as the user inside (asUserInside), with
+	// no capability: the filter then needs no_new_privs.
+	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), fmt.Sprintf("--no-new-privs=%v", *rootless), "--"}, fl.Args()...)
 	cmd := exec.Command(self, helperArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if *rootless {
+		cmd.SysProcAttr = asUserInside(u.uid, u.gid)
+	}
 	cmd.ExtraFiles = []*os.File{theirs}
 	wait, err := startForwardingSignals(cmd)
 	theirs.Close()
@@ -151,20 +164,4 @@ func abortOnExit(fsys *fs.FS, log *logrus.Entry) {
 }
 
 // receiveFD reads one descriptor passed with SCM_RIGHTS.
-func receiveFD(sock *os.File) (int, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, 0)
-	if err != nil {
-		return -1, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("no descriptor received (%v)", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return -1, fmt.Errorf("no descriptor received (%v)", err)
-	}
-	return fds[0], nil
-}
+func receiveFD(sock *os.File) (int, error) { return hostview.ReceiveFD(int(sock.Fd())) }

@@ -38,6 +38,12 @@ func preflight() error {
 	if os.Geteuid() != 0 {
 		return errNotRoot
 	}
+	return preflightFUSE()
+}
+
+// preflightFUSE checks that /dev/fuse is the FUSE device and that this
+// caller may open it read-write.
+func preflightFUSE() error {
 	var st unix.Stat_t
 	if err := unix.Stat(fuseDevice, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR ||
 		unix.Major(uint64(st.Rdev)) != 10 || unix.Minor(uint64(st.Rdev)) != 229 {

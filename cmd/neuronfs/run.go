@@ -33,6 +33,34 @@ func (u *userFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&u.gid, "gid", gid, "group id CMD runs as (default: the calling user's)")
 }
 
+// check refuses ids no user namespace map or setuid can hold (-1 means
+// "unchanged" to the kernel).
+func (u *userFlags) check() error {
+	for _, f := range []struct {
+		name, what string
+		id         int
+	}{{"--uid", "user", u.uid}, {"--gid", "group", u.gid}} {
+		if f.id < 0 || f.id > 1<<32-2 {
+			return fmt.Errorf("%s %d: want a %s id from 0 to %d", f.name, f.id, f.what, 1<<32-2)
+		}
+	}
+	return nil
+}
+
+// forCaller makes the defaults the caller's own ids, whatever $SUDO_UID
+// says: without root, only the caller can be mapped (and CMD sees the ids
+// given, while on the host it is always the caller).
+func (u *userFlags) forCaller(fl *flag.FlagSet) {
+	set := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["uid"] {
+		u.uid = os.Getuid()
+	}
+	if !set["gid"] {
+		u.gid = os.Getgid()
+	}
+}
+
 func cmdRun(args []string) int {
 	fl := newFlagSet("run")
 	var h hostFlags
@@ -48,12 +76,18 @@ func cmdRun(args []string) int {
 	if fl.NArg() == 0 {
 		return usageLine("run", "no CMD: neuronfs run [flags] -- CMD [ARGS...]")
 	}
+	// Without root, run makes its namespaces in a user namespace of the
+	// caller (rootless.go); --uid and --gid then name the ids CMD sees.
+	rootless := os.Geteuid() != 0
+	if rootless {
+		u.forCaller(fl)
+	}
 	// The namespace child builds the host; its mistakes are the user's,
 	// answered here before anything starts.
-	if status, ok := requireRoot("run"); !ok {
-		return status
-	}
 	if err := h.check(); err != nil {
+		return usageFail("run", err)
+	}
+	if err := u.check(); err != nil {
 		return usageFail("run", err)
 	}
 	explicit := false
@@ -61,7 +95,11 @@ func cmdRun(args []string) int {
 	if err := deviceFDs.check(*noChardev && explicit); err != nil {
 		return usageFail("run", err)
 	}
-	if err := preflight(); err != nil {
+	if rootless {
+		if err := rootlessPreflight(os.Getuid()); err != nil {
+			return failLine("run", err)
+		}
+	} else if err := preflight(); err != nil {
 		return failLine("run", err)
 	}
 	self, err := os.Executable()
@@ -70,15 +108,26 @@ func cmdRun(args []string) int {
 		return 1
 	}
 	childArgs := append([]string{nsRunCmd}, h.args()...)
-	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--no-chardev=%v", *noChardev), "--device-fds="+string(deviceFDs), "--")
+	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--no-chardev=%v", *noChardev), "--device-fds="+string(deviceFDs), fmt.Sprintf("--rootless=%v", rootless), "--")
 	childArgs = append(childArgs, fl.Args()...)
 	cmd := exec.Command(self, childArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// A new mount namespace with private propagation: nothing done inside
 	// reaches the host, and everything vanishes with the last process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	if rootless {
+		cmd.SysProcAttr = rootlessNamespaces()
+	}
 	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
-	return runForwardingSignals(cmd, 1, syscall.SIGUSR1)
+	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
+	if err != nil {
+		if rootless {
+			return failLine("run", readUsernsFacts().cloneFailed(err))
+		}
+		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
+		return 1
+	}
+	return wait()
 }
 
 // runForwardingSignals runs cmd, passes on the signals a terminal or a

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -23,6 +24,11 @@ func StartGuard() {
 	g, err := exitguard.Shared()
 	if err == nil {
 		err = g.Export()
+	}
+	if err == nil {
+		// The binary's exit must not close files of a mount it serves
+		// itself (exitguard.Guard.HoldFiles).
+		err = g.HoldFiles()
 	}
 	if d := testTimeout(); err == nil && d > 0 {
 		err = g.AbortAt(time.Now().Add(d - min(d/10, timeoutMargin)))
@@ -81,7 +87,7 @@ func GuardMount(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Release() })
+	releaseAtEnd(t, r)
 }
 
 // GuardCommand registers an undo command with the binary's guard until
@@ -93,7 +99,7 @@ func GuardCommand(t testing.TB, argv ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Release() })
+	releaseAtEnd(t, r)
 }
 
 // GuardProcess registers a started child with the binary's guard until
@@ -104,5 +110,36 @@ func GuardProcess(t testing.TB, pid int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Release() })
+	releaseAtEnd(t, r)
+}
+
+// releaseAtEnd lets the guard forget r when the test ends, unless it
+// failed or panicked: its cleanups still run then, but it may not have
+// undone what it registered, and the guard undoes that when the binary
+// exits. Undoing twice is harmless: a mount or process already gone is
+// skipped, an undo command run again fails quietly.
+func releaseAtEnd(t testing.TB, r exitguard.Reg) {
+	t.Cleanup(func() {
+		if !t.Failed() && !panicking() {
+			r.Release()
+		}
+	})
+}
+
+// panicking reports whether the calling goroutine is unwinding a panic.
+// testing runs a panicking test's cleanups from its recovering deferred
+// call, with t.Failed still false, and no API says why cleanups run: the
+// runtime's panic frame below them does.
+func panicking() bool {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if f.Function == "runtime.gopanic" {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }

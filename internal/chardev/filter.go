@@ -3,7 +3,9 @@
 // nodes (whose open would fail, no kernel driver owns their major), and a
 // seccomp user-notification filter hands every open of them to the daemon,
 // which opens the FUSE node for the caller and installs the descriptor in
-// it; fstat of such a descriptor reports the character node.
+// it; fstat of such a descriptor reports the character node. Where mknod
+// of a device is not allowed (a user namespace), a node may be a stand-in
+// of another device number (ns.StandIn), known by its inode.
 //
 // The filter decides as much as it can from the syscall arguments alone
 // (docs/chardev.md): device descriptors are

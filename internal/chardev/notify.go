@@ -72,6 +72,9 @@ type Supervisor struct {
 	nodes []string
 	// files identifies the descriptors of the files behind the nodes.
 	files map[fileID]int
+	// standIns identifies nodes that are not of the major (ns.StandIn,
+	// where mknod is not allowed): their opens are the device's too.
+	standIns map[fileID]int
 	// direct serves the descriptors' ioctls and closes (Config.Direct).
 	direct Direct
 	log    *logrus.Entry
@@ -146,7 +149,7 @@ type fileID struct{ dev, ino uint64 }
 // the notifier's CPU, so each further receiver made every notification pay
 // for a thread that woke and slept again.
 func Serve(cfg Config) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -156,6 +159,15 @@ func Serve(cfg Config) error {
 			return fmt.Errorf("chardev: %s: %w", p, err)
 		}
 		s.files[fileID{st.Dev, st.Ino}] = minor
+	}
+	for minor, p := range cfg.Nodes {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return fmt.Errorf("chardev: %s: %w", p, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) != cfg.Major {
+			s.standIns[fileID{st.Dev, st.Ino}] = minor
+		}
 	}
 	// Synchronous wake-up: the kernel switches from the notifying task
 	// straight to the receiver on the same CPU and back, instead of
@@ -624,7 +636,8 @@ func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, 
 	switch stx.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
 		if stx.Rdev_major != s.major {
-			return 0, false
+			minor, ok := s.standIns[fileID{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}]
+			return minor, ok
 		}
 		minor := int(stx.Rdev_minor)
 		return minor, minor < s.devices
@@ -754,7 +767,8 @@ func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, sc *scratch, dirfd int
 	s.handleStat(n, dirfd, buf, isStatx, mask)
 }
 
-// handleStat answers a stat of a device fd with the character node's.
+// handleStat answers a stat of a device fd with the character node's,
+// with the device number the node stands for (a stand-in's is 0:0).
 func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx bool, mask uint32) {
 	minor, ok := s.ourFD(n.Pid, fd)
 	if !ok || !s.valid(n.ID) {
@@ -768,6 +782,7 @@ func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx b
 			s.pass(n.ID)
 			return
 		}
+		stx.Rdev_major, stx.Rdev_minor = s.major, uint32(minor)
 		out = unsafe.Slice((*byte)(unsafe.Pointer(&stx)), unsafe.Sizeof(stx))
 	} else {
 		var st unix.Stat_t
@@ -775,6 +790,7 @@ func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx b
 			s.pass(n.ID)
 			return
 		}
+		st.Rdev = unix.Mkdev(s.major, uint32(minor))
 		out = unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
 	}
 	if err := writeMem(n.Pid, buf, out); err != nil {

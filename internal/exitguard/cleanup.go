@@ -18,6 +18,7 @@ import (
 // own mount; the processes must be gone before their network namespaces
 // and loop devices can go.
 func (g *guard) cleanUp() {
+	defer g.releaseFiles()
 	g.prune()
 	if len(g.mounts)+len(g.procs)+len(g.cmds) == 0 {
 		return
@@ -89,4 +90,23 @@ func runUndo(log *logrus.Entry, argv []string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		log.WithError(err).WithField("command", argv).Warnf("undo: %s", out)
 	}
+}
+
+// releaseFiles ends the file holder, whose exit closes what the parent
+// left open; the registered mounts are aborted by then, so no close waits
+// on a server that is gone.
+func (g *guard) releaseFiles() {
+	if g.holder == nil {
+		return
+	}
+	unix.PidfdSendSignal(g.holder.pidfd, unix.SIGKILL, nil, 0)
+	deadline := time.Now().Add(killBudget)
+	for !ended(g.holder.pidfd) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !ended(g.holder.pidfd) {
+		g.log.WithField("pid", g.holder.pid).Warn("the file holder is still closing the parent's files (a mount not registered with the guard?)")
+	}
+	unix.Close(g.holder.pidfd)
+	g.holder = nil
 }

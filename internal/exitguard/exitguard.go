@@ -23,12 +23,12 @@
 // a ring entry whose owner is the exiting thread itself. Its delivery is
 // task work of that thread, which runs only after the thread has closed
 // its files (seen on 6.18: the abort leaves the request in the entry's
-// FUSE_REQ state and the process in D state until reboot). So an abort
-// must come before the exit: AbortAt does, for a death announced by a
-// deadline (go test's -timeout); a process that may die otherwise (a
-// SIGKILL, a panic) holding files of a mount it serves over io_uring
-// must serve that mount with the classic transport, or from another
-// process.
+// FUSE_REQ state and the process in D state until reboot). Two things
+// keep a guarded process out of it: AbortAt aborts before a death
+// announced by a deadline (go test's -timeout), and HoldFiles gives the
+// process's file table a second owner, so that no exit of the process
+// closes its files: the holder does, once the guard has aborted the
+// mounts.
 package exitguard
 
 import (
@@ -69,7 +69,7 @@ func init() {
 
 // msg is one request to the guard, a JSON line.
 type msg struct {
-	Op   string   `json:"op"` // hello, mount, proc, cmd, drop, join, deadline
+	Op   string   `json:"op"` // hello, mount, proc, cmd, drop, join, deadline, holder
 	ID   uint64   `json:"id,omitempty"`
 	At   int64    `json:"at,omitempty"` // a deadline, Unix nanoseconds
 	Dir  string   `json:"dir,omitempty"`
@@ -89,6 +89,9 @@ type Guard struct {
 	sock  string
 	calls chan call
 	ids   atomic.Uint64
+	// holder is the pid of the process sharing our file table
+	// (HoldFiles), set once at start-up.
+	holder int
 }
 
 type call struct {

@@ -42,6 +42,9 @@ type guard struct {
 	nextID uint64 // for joins, counting down from the top: never a parent's ID
 	// deadline fires when the parent's announced death is near (AbortAt).
 	deadline *time.Timer
+	// holder shares the parent's file table (Guard.HoldFiles); it goes
+	// last, once the parent's mounts are aborted.
+	holder *proc
 }
 
 // proc is a registered process. A process that leads a process group of
@@ -143,6 +146,12 @@ func (g *guard) handle(r request) error {
 		g.nextID--
 	case "cmd":
 		g.cmds[m.ID] = m.Argv
+	case "holder":
+		fd, err := unix.PidfdOpen(m.PID, 0)
+		if err != nil {
+			return fmt.Errorf("pidfd of the file holder %d: %w", m.PID, err)
+		}
+		g.holder = &proc{pidfd: fd, pid: m.PID}
 	case "deadline":
 		if g.deadline != nil {
 			g.deadline.Stop()

@@ -40,6 +40,7 @@ const (
 	RankRegisters
 	RankMemLimit
 	RankTransport
+	RankTestbed
 	rankCount
 )
 
@@ -78,6 +79,7 @@ var order = [rankCount]Info{
 	RankMemLimit:   {Name: "MemLimit", Owner: "device", Guards: "the host's memory limit (what the backing files hold, checked and reserved before a write)"},
 	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache, on-behalf opens and direct opens (fs), " +
 		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way (chardev); leaves"},
+	RankTestbed: {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
 }
 
 // Order lists the ranks outermost first, with what their locks guard.
@@ -124,6 +126,7 @@ type (
 	Registers   struct{}
 	MemLimit    struct{}
 	Transport   struct{}
+	Testbed     struct{}
 )
 
 func (PodElection) Rank() Rank { return RankPodElection }
@@ -146,3 +149,4 @@ func (Metrics) Rank() Rank     { return RankMetrics }
 func (Registers) Rank() Rank   { return RankRegisters }
 func (MemLimit) Rank() Rank    { return RankMemLimit }
 func (Transport) Rank() Rank   { return RankTransport }
+func (Testbed) Rank() Rank     { return RankTestbed }

@@ -31,7 +31,13 @@ func Overlay(dir string, skip ...string) (*Dir, error) {
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, fmt.Errorf("ns: stat %s: %w", dir, err)
 	}
-	opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d", st.Mode&0o7777, st.Uid, st.Gid)
+	opts := fmt.Sprintf("mode=%o", st.Mode&0o7777)
+	// In a user namespace the owner may have no id here (the host's root
+	// seen from a rootless run); tmpfs refuses such an owner, so the
+	// replica is then owned by whoever mounts it.
+	if mapped("/proc/self/uid_map", st.Uid) && mapped("/proc/self/gid_map", st.Gid) {
+		opts += fmt.Sprintf(",uid=%d,gid=%d", st.Uid, st.Gid)
+	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID, opts); err != nil {
 		return nil, fmt.Errorf("ns: tmpfs over %s: %w", dir, err)
 	}
@@ -138,6 +144,20 @@ func (d *Dir) Mknod(name string, mode uint32, major, minor uint32) error {
 		return fmt.Errorf("ns: mknod %s: %w", dst, err)
 	}
 	// mknod honours the umask; the mode must be exactly what udev sets.
+	return unix.Chmod(dst, mode)
+}
+
+// StandIn creates name in d as the stand-in of a character node where
+// mknod is not allowed (in a user namespace): a whiteout, the one
+// character node (0:0) anybody may create, with mode. It stats as a
+// character device of its own inode; its open fails (no driver has
+// major 0, and a user namespace's tmpfs is nodev), so opens must be
+// redirected (internal/chardev) like those of a real node.
+func (d *Dir) StandIn(name string, mode uint32) error {
+	dst := filepath.Join(d.Path, name)
+	if err := unix.Mknod(dst, unix.S_IFCHR|mode, 0); err != nil {
+		return fmt.Errorf("ns: stand-in node %s: %w", dst, err)
+	}
 	return unix.Chmod(dst, mode)
 }
 

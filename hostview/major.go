@@ -1,4 +1,4 @@
-package main
+package hostview
 
 import (
 	"bufio"
@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// freeMajor picks a character major that no driver on this host owns,
+// FreeMajor picks a character major that no driver on this host owns,
 // searching downward from 254 as the kernel's dynamic allocation does.
-func freeMajor() (uint32, error) {
+func FreeMajor() (uint32, error) {
 	f, err := os.Open("/proc/devices")
 	if err != nil {
 		return 0, fmt.Errorf("read /proc/devices: %w", err)

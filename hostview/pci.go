@@ -1,4 +1,4 @@
-package main
+package hostview
 
 import (
 	"os"
@@ -20,7 +20,7 @@ import (
 // A host function at the same address is hidden behind the emulated one.
 // It must run before /sys/devices/virtual is covered, since covering
 // /sys/devices binds its entries back.
-func addPCIFunctions(sys *device.System) error {
+func addPCIFunctions(l Layout, src string) error {
 	if _, err := os.Stat("/sys/bus/pci/devices"); err != nil {
 		// No PCI bus on this host (some VMs and containers): sysfs
 		// cannot grow the directories, so there is nothing to add to.
@@ -28,8 +28,8 @@ func addPCIFunctions(sys *device.System) error {
 	}
 	funcs := map[string][]string{} // root bus -> its functions
 	var slots []string
-	for _, d := range sys.Devices {
-		root, fn, _ := strings.Cut(d.PCIPath(), "/")
+	for _, p := range l.PCIPaths {
+		root, fn, _ := strings.Cut(p, "/")
 		funcs[root] = append(funcs[root], fn)
 		slots = append(slots, fn)
 	}
@@ -43,7 +43,7 @@ func addPCIFunctions(sys *device.System) error {
 	}
 	sort.Strings(roots)
 	sort.Strings(newRoots)
-	fuseRoot := filepath.Join(stagingMount, fs.PCIRoot)
+	fuseRoot := filepath.Join(src, fs.PCIRoot)
 	if len(newRoots) > 0 {
 		devices, err := ns.Overlay("/sys/devices", newRoots...)
 		if err != nil {
@@ -73,8 +73,8 @@ func addPCIFunctions(sys *device.System) error {
 	if err != nil {
 		return err
 	}
-	for _, l := range sys.PCIBusLinks() {
-		if err := bus.Symlink(l.Target, l.Path); err != nil {
+	for _, k := range l.BusLinks {
+		if err := bus.Symlink(k.Target, k.Path); err != nil {
 			return err
 		}
 	}
@@ -82,5 +82,5 @@ func addPCIFunctions(sys *device.System) error {
 	if err != nil {
 		return err
 	}
-	return drivers.BindDir(filepath.Join(stagingMount, fs.PCIDriverDir), device.PCIDriverName)
+	return drivers.BindDir(filepath.Join(src, fs.PCIDriverDir), device.PCIDriverName)
 }

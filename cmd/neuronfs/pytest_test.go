@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/neuronfs/neuronfs/fs/testutil"
+	"github.com/neuronfs/neuronfs/internal/exitguard"
+)
+
+// pytestPython finds a python3 that can import pytest: the first on PATH,
+// else the system's (a PATH python from pyenv or a venv may lack it).
+func pytestPython(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(path, "-c", "import pytest").Run() == nil {
+			return path
+		}
+	}
+	if os.Getenv("NEURONFS_REQUIRE_FUSE") == "1" {
+		t.Fatal("no python3 with pytest (Debian: python3-pytest)")
+	}
+	t.Skip("no python3 with pytest (Debian: python3-pytest)")
+	return ""
+}
+
+// The pytest plugin (python/pytest_neuronfs) re-runs its suite inside
+// `neuronfs run` (this test binary as neuronfs), once for the default
+// instance and once for the module that asks for another; its fixture
+// injects a reset failure and reads the state through the control
+// interface.
+func TestPytestPlugin(t *testing.T) {
+	neuronfs(t) // root and /dev/fuse, or skip
+	py := pytestPython(t)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "-m", "pytest", "-p", "pytest_neuronfs", "-p", "no:cacheprovider", "-v",
+		"--neuron-instance", "trn2.3xlarge", "--neuronfs-arg=--log-level=error", "tests")
+	cmd.Dir = dir
+	// Python is the guarded child; the neuronfs it starts is its own.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, exitguard.JoinEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1",
+		"NEURONFS_BIN="+os.Args[0], "NEURONFS_AS_MAIN=1")
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.GuardProcess(t, cmd.Process.Pid)
+	err = cmd.Wait()
+	out := buf.String()
+	if err != nil {
+		t.Fatalf("pytest: %v\n%s", err, out)
+	}
+	for _, name := range []string{"test_devices_are_character_devices", "test_state_follows_an_open", "test_reset_failure", "test_bad_fault_list", "test_runs_on_the_instance_it_asks_for"} {
+		if !strings.Contains(out, "::"+name+" PASSED") {
+			t.Errorf("%s did not pass:\n%s", name, out)
+		}
+	}
+}

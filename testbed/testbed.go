@@ -1,0 +1,202 @@
+package testbed
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/fs"
+	"github.com/neuronfs/neuronfs/hostview"
+	"github.com/neuronfs/neuronfs/internal/exitguard"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/internal/testenv"
+)
+
+// Testbed is one emulated host, served by the test process for one test.
+type Testbed struct {
+	root   string
+	sys    *device.System
+	fsys   *fs.FS
+	layout hostview.Layout
+	log    *logrus.Entry
+	self   string     // this executable, which launches the commands
+	direct *fs.Direct // device descriptors without FUSE passthrough, or nil
+	ln     *net.UnixListener
+	sock   string
+	guard  *exitguard.Guard
+
+	mu       lockrank.Mutex[lockrank.Testbed] // guards children, closed and adding to served
+	children map[int]int                      // pid -> pidfd of commands being served
+	closed   bool
+	served   sync.WaitGroup
+}
+
+// guardMargin is how long before the test's deadline the guard aborts the
+// mounts: the testing package's timer panics then, and a FUSE connection
+// served by a dying process must be aborted before it exits.
+const guardMargin = 2 * time.Second
+
+// New starts an emulated host for the test and tears it down when the
+// test ends. It fails the test if the host cannot start, and skips it
+// without root or /dev/fuse (fails under NEURONFS_REQUIRE_FUSE=1).
+func New(t testing.TB, opts ...Option) *Testbed {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	var c config
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			t.Fatalf("testbed: %v", err)
+		}
+	}
+	tb, err := start(t, c)
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	return tb
+}
+
+func start(t testing.TB, c config) (*Testbed, error) {
+	g, err := exitguard.Shared()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if at, ok := d.Deadline(); ok {
+			if err := g.AbortAt(at.Add(-guardMargin)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	log := logrus.NewEntry(l).WithField("testbed", t.Name())
+	if c.dev.Major == 0 {
+		if c.dev.Major, err = hostview.FreeMajor(); err != nil {
+			return nil, err
+		}
+	}
+	c.dev.Log = log
+	if env := os.Getenv(device.BackingEnv); env != "" && c.dev.Backing == (device.Backing{}) {
+		if c.dev.Backing, err = device.ParseBacking(env); err != nil {
+			return nil, fmt.Errorf("$%s: %w", device.BackingEnv, err)
+		}
+	}
+	sys, err := device.NewSystem(c.dev)
+	if err != nil {
+		return nil, err
+	}
+	if err := sys.ApplyFaults(c.faults); err != nil {
+		sys.Close()
+		return nil, err
+	}
+	root := filepath.Join(t.TempDir(), "host")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		sys.Close()
+		return nil, err
+	}
+	// The classic transport: a test binary may die at any moment, and
+	// only a mount it serves that way can always be aborted after it
+	// (see internal/exitguard). Without FUSE passthrough (Linux < 6.9) a command's device
+	// descriptors are the devices' memory files, served by the
+	// supervisor, as under `run --device-fds auto`.
+	fsys, err := fs.Mount(sys, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
+	if err != nil {
+		sys.Close()
+		return nil, err
+	}
+	tb := &Testbed{root: root, sys: sys, fsys: fsys, layout: hostview.LayoutOf(sys), log: log, self: self,
+		guard: g, children: map[int]int{}}
+	reg, err := g.Mount(root)
+	if err == nil && !fsys.MmapCoherent() {
+		tb.direct, err = fsys.NewDirect()
+	}
+	if err != nil {
+		reg.Release()
+		tb.unmount()
+		return nil, err
+	}
+	// A short path of its own: a socket's path has at most 107 bytes,
+	// and the test's temporary directory is named after the test.
+	sockDir, err := os.MkdirTemp("", "neuronfs-tb-")
+	if err == nil {
+		tb.sock = filepath.Join(sockDir, "launch")
+		tb.ln, err = net.ListenUnix("unixpacket", &net.UnixAddr{Name: tb.sock, Net: "unixpacket"})
+	}
+	if err != nil {
+		os.RemoveAll(sockDir)
+		if tb.direct != nil {
+			tb.direct.Close()
+		}
+		reg.Release()
+		tb.unmount()
+		return nil, err
+	}
+	go tb.accept()
+	t.Cleanup(func() {
+		defer os.RemoveAll(sockDir)
+		if err := tb.close(); err != nil {
+			t.Errorf("testbed: %v", err)
+		}
+		reg.Release()
+	})
+	return tb, nil
+}
+
+// Root is the host's tree: dev/neuronN (the device files), sys/ (the
+// driver's sysfs, PCI functions, DMI) and neuronfs/ (the control
+// directory). On a kernel without FUSE passthrough (before 6.9) a mapping
+// of Root's device files does not share the device's memory; a
+// Command's does.
+func (tb *Testbed) Root() string { return tb.root }
+
+// Control is the control directory (docs/control.md).
+func (tb *Testbed) Control() string { return filepath.Join(tb.root, fs.ControlDir) }
+
+// System is the emulated driver serving the host, for tests that reach
+// past the control interface.
+func (tb *Testbed) System() *device.System { return tb.sys }
+
+// close kills the commands still running, then unmounts.
+func (tb *Testbed) close() error {
+	tb.ln.Close()
+	tb.mu.Lock()
+	tb.closed = true
+	for _, pidfd := range tb.children {
+		unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+	}
+	tb.mu.Unlock()
+	done := make(chan struct{})
+	go func() { tb.served.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(tb.sys.FlushBudget()):
+		tb.log.Warn("a command's supervisor did not stop; unmounting anyway")
+	}
+	if tb.direct != nil {
+		tb.direct.Close()
+	}
+	return tb.unmount()
+}
+
+func (tb *Testbed) unmount() error {
+	err := tb.fsys.Unmount()
+	// Ends the connection for good, whoever still holds a file of it.
+	tb.fsys.Abort()
+	tb.sys.Close()
+	if err != nil {
+		return fmt.Errorf("unmount: %w", err)
+	}
+	return nil
+}
