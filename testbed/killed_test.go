@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,13 +29,19 @@ func TestKilledHelper(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("READY %s %d\n", tb.Root(), cmd.Process.Pid)
+	// The launcher's socket directory is named in the command's argv[0].
+	sockDir := ""
+	if i := strings.Index(cmd.Args[0], filepath.Join(os.TempDir(), "neuronfs-tb-")); i >= 0 {
+		sockDir = filepath.Dir(strings.SplitN(cmd.Args[0][i:], "\n", 2)[0])
+	}
+	fmt.Printf("READY %s %d %s\n", tb.Root(), cmd.Process.Pid, sockDir)
 	select {}
 }
 
 // A test binary SIGKILLed while a testbed and one of its commands run
-// leaves neither the mount nor the command: the binary's exit guard
-// aborts and detaches the one and kills the other.
+// leaves neither the mount, the command nor the launch socket: the
+// binary's exit guard aborts and detaches the mount, kills the command
+// and removes the socket's directory.
 func TestKilledBinaryLeavesNothing(t *testing.T) {
 	testutil.RequireFUSE(t)
 	helper := exec.Command(os.Args[0], "-test.run", "^TestKilledHelper$", "-test.v")
@@ -54,15 +61,15 @@ func TestKilledBinaryLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.GuardProcess(t, helper.Process.Pid)
-	var root string
+	var root, sockDir string
 	var pid int
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if n, _ := fmt.Sscanf(sc.Text(), "READY %s %d", &root, &pid); n == 2 {
+		if n, _ := fmt.Sscanf(sc.Text(), "READY %s %d %s", &root, &pid, &sockDir); n == 3 {
 			break
 		}
 	}
-	if root == "" {
+	if root == "" || sockDir == "" {
 		helper.Process.Kill()
 		helper.Wait()
 		t.Fatal("the helper never reported its testbed")
@@ -81,11 +88,13 @@ func TestKilledBinaryLeavesNothing(t *testing.T) {
 		}
 		mounted := strings.Contains(string(mi), " "+root+" ")
 		alive := syscall.Kill(pid, 0) == nil
-		if !mounted && !alive {
+		_, err = os.Stat(sockDir)
+		sock := err == nil
+		if !mounted && !alive && !sock {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the helper's SIGKILL: %s mounted %v, command %d alive %v", root, mounted, pid, alive)
+			t.Fatalf("after the helper's SIGKILL: %s mounted %v, command %d alive %v, %s there %v", root, mounted, pid, alive, sockDir, sock)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -143,8 +143,14 @@ func start(t testing.TB, c config) (*Testbed, error) {
 		tb.unmount()
 		return nil, err
 	}
+	// If the test binary dies first, its guard removes the socket too.
+	sockReg, err := g.Command("rm", "-rf", sockDir)
+	if err != nil {
+		tb.log.WithError(err).Warn("the exit guard will not remove the launch socket")
+	}
 	go tb.accept()
 	t.Cleanup(func() {
+		defer sockReg.Release()
 		defer os.RemoveAll(sockDir)
 		if err := tb.close(); err != nil {
 			t.Errorf("testbed: %v", err)

@@ -1,0 +1,90 @@
+#!/bin/busybox sh
+# /init of the scripts/vmtest.sh guest: sets up a minimal system, runs the
+# checks, prints "$VMTEST_MARKER: PASS" or "$VMTEST_MARKER: FAIL <what>"
+# and powers off, whatever happened.
+/bin/busybox --install -s /bin
+export PATH=/bin
+. /etc/vmtest.env
+
+failed=""
+fail() {
+	echo "vmtest: FAILED: $*"
+	failed="$failed $1"
+}
+finish() {
+	if [ -z "$failed" ]; then
+		echo "$VMTEST_MARKER: PASS"
+	else
+		echo "$VMTEST_MARKER: FAIL$failed"
+	fi
+	sync
+	poweroff -f
+}
+trap finish EXIT
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+
+for m in $(cat /lib/modules/modules.order); do
+	insmod "/lib/modules/$m" || fail "insmod-$m"
+done
+[ -e /dev/fuse ] || mknod -m 0666 /dev/fuse c 10 229
+chmod 0666 /dev/fuse
+# The daemon aborts a dead client's connection through the FUSE control
+# file system, which the kernel expects here.
+if [ -d /sys/fs/fuse/connections ]; then
+	mount -t fusectl fusectl /sys/fs/fuse/connections || fail fusectl
+fi
+
+echo "vmtest: Linux $(uname -r), $(nproc) CPUs, $(sed -n 's/MemTotal: *//p' /proc/meminfo)"
+
+export HOME=/tmp TMPDIR=/tmp
+export NEURONFS_REQUIRE_FUSE=1
+export NEURONFS_FUSE_TRANSPORT=classic
+export NEURONFS_MEMORY_BACKING=memfd
+export NEURONFS_LOCKCHECK=1
+
+# phase NAME USER PATTERN: the checks, as USER (root, or a user name for
+# su), with the tests PATTERN matches.
+phase() {
+	name=$1 user=$2 pattern=$3
+	as() {
+		if [ "$user" = root ]; then
+			"$@"
+		else
+			# -p keeps the environment; the command's words pass as
+			# the shell's arguments, after -- so su takes none of
+			# them for its own options.
+			su -p -s /bin/sh -c 'exec "$@"' -- "$user" sh "$@"
+		fi
+	}
+	cd /tmp
+	# The smoke check runs with run's defaults: the automatic transport
+	# and memory backing, and the automatic device descriptors, which
+	# without passthrough must be the supervisor's.
+	echo "vmtest: [$name] neuronfs run --log-level=info --instance trn2.48xlarge -- neuronfs.test __client directfds"
+	start=$(date +%s)
+	out=$(as env -u NEURONFS_FUSE_TRANSPORT -u NEURONFS_MEMORY_BACKING \
+		neuronfs run --log-level=info --instance trn2.48xlarge -- /bin/neuronfs.test __client directfds)
+	st=$?
+	echo "$out"
+	case "$st $out" in
+	"0 ok memory-file"*) ;;
+	*) fail "$name-smoke" "status $st" ;;
+	esac
+	echo "vmtest: [$name] smoke took $(($(date +%s) - start)) s"
+	start=$(date +%s)
+	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=10m -test.run "$pattern" || fail "$name-tests"
+	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"
+}
+
+phase root root "$VMTEST_RUN"
+# The same checks as uid 65534, for when run works without root.
+if [ "$VMTEST_UNPRIVILEGED" = 1 ]; then
+	phase unprivileged nobody "$VMTEST_UNPRIVILEGED_RUN"
+fi

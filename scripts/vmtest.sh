@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Boots Debian's Linux 6.1 cloud kernel in QEMU (plain TCG, no KVM) with a
+# busybox initramfs holding static builds of neuronfs and of the
+# cmd/neuronfs test binary, and runs the `neuronfs run` tests there: a
+# kernel without FUSE passthrough or FUSE over io_uring, where run serves
+# device descriptors through its seccomp supervisor.
+#
+# Needs root only to install what is missing (apt-get: qemu-system-x86,
+# busybox-static, cpio); the kernel package is fetched by name with
+# apt-get download and unpacked into a cache, never installed.
+#
+# Environment:
+#   NEURONFS_VMTEST_CACHE    cache directory (default
+#                            ${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest)
+#   NEURONFS_VMTEST_KERNEL   kernel package (default: what the metapackage
+#                            linux-image-cloud-amd64 depends on, if 6.1,
+#                            else the newest linux-image-6.1.0-N-cloud-amd64)
+#   NEURONFS_VMTEST_RUN      -test.run pattern for the guest (default below)
+#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot (default 900)
+#   VMTEST_UNPRIVILEGED=1    then run the smoke check and the tests again as
+#                            uid 65534 (for a rootless run; off by default)
+#   NEURONFS_VMTEST_UNPRIVILEGED_RUN  -test.run pattern for that phase
+#                            (default: NEURONFS_VMTEST_RUN's)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The run-level tests that make sense without passthrough, covering what a
+# client can check: discovery of every device and sysfs file on every
+# instance profile, chunk and host-chunk mmap coherent both ways, DMA
+# rings, notification queues mapped and written, exec doorbells, reset
+# and signals (the directfds client, also the smoke check), the
+# supervisor's mmap rules and refusals, descriptors across fork, dup and
+# a low descriptor limit, a storm of killed clients, unprivileged clients
+# and signal forwarding. Not here: the C and Python client tests (the
+# guest has no compiler or interpreter), lspci, and mount and its tools
+# (they need passthrough); TestRunChardevOpenStorm works but takes a
+# minute under TCG.
+default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand)$'
+run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
+boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-900}
+cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
+marker=VMTEST-RESULT
+
+say() { echo "vmtest: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+
+# Tools, installed only when missing.
+missing=""
+command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
+# busybox-static and busybox both provide /bin/busybox; the guest needs
+# the static one.
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
+command -v cpio >/dev/null || missing="$missing cpio"
+if [ -n "$missing" ]; then
+	[ "$(id -u)" = 0 ] || die "missing packages:$missing (install them, or run as root)"
+	say "installing$missing"
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+for f in qemu-system-x86_64 cpio go; do
+	command -v "$f" >/dev/null || die "$f not found"
+done
+
+# The kernel package: the one the cloud metapackage depends on when that
+# is a 6.1 kernel (Debian 12), else the newest 6.1 cloud image known to apt.
+kernel_candidates() {
+	apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+		sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-cloud-amd64\(-unsigned\)\?\)$/\1/p'
+	apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64(-unsigned)?$' 2>/dev/null |
+		awk '{print $1}' | sort -V -r
+}
+kpkg=${NEURONFS_VMTEST_KERNEL:-}
+if [ -z "$kpkg" ]; then
+	kpkg=$(kernel_candidates | sed -n 1p)
+	if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then
+		apt-get update -qq
+		kpkg=$(kernel_candidates | sed -n 1p)
+	fi
+fi
+[ -n "$kpkg" ] || die "no linux-image-6.1.0-N-cloud-amd64 package known to apt (a Debian 12 source is needed)"
+kver=$(apt-cache policy "$kpkg" | sed -n 's/^ *Candidate: //p')
+[ -n "$kver" ] && [ "$kver" != "(none)" ] || die "$kpkg has no candidate version"
+
+tmp=$(mktemp -d)
+qemu_pid=""
+cleanup() {
+	if [ -n "$qemu_pid" ]; then
+		kill "$qemu_pid" 2>/dev/null || true
+		wait "$qemu_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The cache holds, per kernel package and version, its vmlinuz, config and
+# the FUSE module with what it depends on (in load order).
+kdir="$cache/${kpkg}_$kver"
+if [ ! -s "$kdir/vmlinuz" ] || [ ! -e "$kdir/modules.order" ]; then
+	t0=$SECONDS
+	say "fetching $kpkg $kver"
+	mkdir -p "$tmp/deb" "$cache"
+	(cd "$tmp/deb" && apt-get download -qq -o APT::Sandbox::User=root "$kpkg=$kver") ||
+		die "apt-get download $kpkg=$kver failed"
+	dpkg-deb -x "$tmp/deb"/*.deb "$tmp/deb/x"
+	staging="$cache/.staging.$$"
+	rm -rf "$staging"
+	mkdir -p "$staging/modules"
+	cp "$tmp/deb/x"/boot/vmlinuz-* "$staging/vmlinuz"
+	cp "$tmp/deb/x"/boot/config-* "$staging/config"
+	moddir=$(echo "$tmp/deb/x"/lib/modules/*)
+	# A module's dependencies are in its .modinfo strings ("depends=a,b");
+	# the package has no modules.dep (depmod makes it on install).
+	declare -A seen=()
+	load() {
+		local name=$1 ko dep
+		[ -n "${seen[$name]:-}" ] && return
+		seen[$name]=1
+		ko=$(find "$moddir/kernel" \( -name "$name.ko" -o -name "${name//_/-}.ko" \) -print -quit)
+		[ -n "$ko" ] || die "module $name not in $kpkg"
+		for dep in $(tr '\0' '\n' <"$ko" | sed -n 's/^depends=//p' | tr ',' ' '); do
+			load "$dep"
+		done
+		cp "$ko" "$staging/modules/"
+		basename "$ko" >>"$staging/modules.order"
+	}
+	: >"$staging/modules.order"
+	if grep -q '^CONFIG_FUSE_FS=m' "$staging/config"; then
+		load fuse
+	fi
+	rm -rf "$kdir"
+	mv "$staging" "$kdir"
+	rm -rf "$tmp/deb"
+	# Older versions' directories are of no further use.
+	find "$cache" -mindepth 1 -maxdepth 1 -type d ! -path "$kdir" -exec rm -rf {} +
+	say "kernel fetched and unpacked in $((SECONDS - t0)) s"
+fi
+
+# Static binaries: the guest has no libc.
+t0=$SECONDS
+root="$tmp/root"
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,lib/modules}
+CGO_ENABLED=0 go build -o "$root/bin/neuronfs" ./cmd/neuronfs
+CGO_ENABLED=0 go test -c -o "$root/bin/neuronfs.test" ./cmd/neuronfs
+# ldd (libc-bin, always there) fails on a static executable.
+for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" /bin/busybox; do
+	if ldd "$f" >/dev/null 2>&1; then
+		die "$f is dynamically linked; the guest has no libc"
+	fi
+done
+cp /bin/busybox "$root/bin/busybox"
+cp "$kdir"/modules/*.ko "$root/lib/modules/" 2>/dev/null || true
+cp "$kdir/modules.order" "$root/lib/modules/"
+echo 'root:x:0:0:root:/tmp:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/sh' >"$root/etc/passwd"
+echo 'root:x:0:
+nogroup:x:65534:' >"$root/etc/group"
+{
+	printf 'VMTEST_RUN=%q\n' "$run_pattern"
+	printf 'VMTEST_UNPRIVILEGED=%q\n' "${VMTEST_UNPRIVILEGED:-0}"
+	printf 'VMTEST_UNPRIVILEGED_RUN=%q\n' "${NEURONFS_VMTEST_UNPRIVILEGED_RUN:-$run_pattern}"
+	printf 'VMTEST_MARKER=%q\n' "$marker"
+} >"$root/etc/vmtest.env"
+cp scripts/vmtest-init.sh "$root/init"
+chmod 755 "$root/init"
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) >"$tmp/initrd.gz"
+say "binaries and initramfs built in $((SECONDS - t0)) s"
+
+# Plain TCG: nested KVM is not to be relied on. panic=-1 and -no-reboot
+# end QEMU if init dies; init powers off whatever happens.
+t0=$SECONDS
+log="$tmp/console.log"
+: >"$log"
+say "booting $kpkg $kver (TCG)"
+timeout --kill-after=10 "$boot_timeout" qemu-system-x86_64 \
+	-accel tcg -machine q35 -cpu max -smp 2 -m 2048 \
+	-nographic -no-reboot -nodefaults -serial stdio \
+	-kernel "$kdir/vmlinuz" -initrd "$tmp/initrd.gz" \
+	-append "console=ttyS0 panic=-1 quiet loglevel=3" \
+	</dev/null >"$log" 2>&1 &
+qemu_pid=$!
+tail -n +1 -f --pid="$qemu_pid" "$log" | tr -d '\r' >&2 &
+status=0
+wait "$qemu_pid" || status=$?
+qemu_pid=""
+wait || true
+say "guest ran for $((SECONDS - t0)) s"
+if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+	die "the guest did not finish within ${boot_timeout} s"
+fi
+result=$(tr -d '\r' <"$log" | sed -n "s/^$marker: //p" | tail -n1)
+case $result in
+PASS) say "guest: PASS" ;;
+FAIL*) die "guest: $result" ;;
+*) die "the guest printed no $marker line (QEMU exit status $status)" ;;
+esac
