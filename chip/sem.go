@@ -1,9 +1,6 @@
-// Package chip holds the per-core pieces of the emulated chip that act on
-// their own: a core's semaphore and event area (the words the ioctls, BAR0
-// writes, DMA and mapped stores all reach) and its exec doorbell queue.
-// Neither takes a lock around the memory: the words are updated with
-// atomic operations, as the hardware updates them, and the doorbell queue
-// holds its lock only to queue and claim.
+// A core's semaphore and event area (the words the ioctls, BAR0 writes,
+// DMA and mapped stores all reach). No lock guards the memory: the words
+// are updated with atomic operations, as the hardware updates them.
 package chip
 
 import (

@@ -63,7 +63,7 @@ func readArray(r *Request, addr uint64, count, size int) ([]byte, Result) {
 // 2.27, which checks them all before reading.
 func (d *Device) barOffset(addr uint64) (uint64, bool) {
 	off := addr - d.BAR0KernelAddress()
-	if addr < d.BAR0KernelAddress() || off >= d.mmio.bar.Size() || off%4 != 0 {
+	if addr < d.BAR0KernelAddress() || off >= d.chip.BAR0().Size() || off%4 != 0 {
 		return 0, false
 	}
 	return off, true
@@ -97,7 +97,7 @@ func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 			} else if !ok {
 				return Errno(syscall.EFAULT)
 			}
-			binary.LittleEndian.PutUint32(out[4*i:], d.mmio.bar.Read32(off))
+			binary.LittleEndian.PutUint32(out[4*i:], d.chip.BAR0().Read32(off))
 		}
 		return copyOutBytes(r, v.Data, out)
 	}
@@ -116,7 +116,7 @@ func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 		if !ok || f.IsBAR0WriteBlocked(off, mmio.BlockedMiscRAM) {
 			return Errno(syscall.EINVAL) // earlier writes stay done
 		}
-		d.mmio.bar.Write32(off, binary.LittleEndian.Uint32(data[4*i:]))
+		d.chip.BAR0().Write32(off, binary.LittleEndian.Uint32(data[4*i:]))
 	}
 	return 0
 }
@@ -136,9 +136,9 @@ func postMetric(r *Request, v *ioctl.PostMetric) Result {
 	for i := 0; i < len(blob); i += 4 {
 		var w [4]byte
 		copy(w[:], blob[i:])
-		d.mmio.bar.Write32(misc+mmio.RegData+uint64(i), binary.LittleEndian.Uint32(w[:]))
+		d.chip.BAR0().Write32(misc+mmio.RegData+uint64(i), binary.LittleEndian.Uint32(w[:]))
 	}
-	if _, err := d.mmio.fwc.Legacy(mmio.CmdPostToCW, blob); err != nil {
+	if _, err := d.fwc.Legacy(mmio.CmdPostToCW, blob); err != nil {
 		return fwErrno(err)
 	}
 	return 0
@@ -156,7 +156,7 @@ func readHWCounters(r *Request, v *ioctl.ReadHWCounters) Result {
 	if len(addrs) > mmio.MailboxSize-8 {
 		return Errno(syscall.EINVAL)
 	}
-	vals, err := r.Dev().mmio.fwc.Legacy(mmio.CmdRead, addrs)
+	vals, err := r.Dev().fwc.Legacy(mmio.CmdRead, addrs)
 	if err != nil {
 		return fwErrno(err)
 	}
@@ -199,6 +199,6 @@ func powerProfile(r *Request) Result {
 	}
 	payload := make([]byte, 8)
 	payload[4] = uint8(v.Profile)
-	_, err := d.mmio.fwc.Register(mmio.CmdSetPowerProfile, payload)
+	_, err := d.fwc.Register(mmio.CmdSetPowerProfile, payload)
 	return d.sys.registerResult(err)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/chip/seq"
 )
 
@@ -21,43 +22,19 @@ func (s *System) coresStatus() string {
 	var b strings.Builder
 	for _, d := range s.Devices {
 		for nc := 0; nc < s.Arch.CoresPerDevice && nc < maxCoreSlots; nc++ {
-			writeCore(&b, d.Name(), nc, d.engineReports(nc))
+			writeCore(&b, d.Name(), nc, d.chip.EngineReports(nc))
 		}
 	}
 	return b.String()
 }
 
-// engineReport is one engine's line of CoresFile.
-type engineReport struct {
-	status seq.Status
-	counts seq.Counts
-}
-
-// engineReports snapshots core nc's current run; nil when none.
-func (d *Device) engineReports(nc int) []engineReport {
-	c := &d.progs.cores[nc]
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	var out []engineReport
-	for _, sq := range r.seqs {
-		if sq != nil {
-			out = append(out, engineReport{sq.Status(), sq.Counts()})
-		}
-	}
-	return out
-}
-
-func writeCore(b *strings.Builder, dev string, nc int, engines []engineReport) {
+func writeCore(b *strings.Builder, dev string, nc int, engines []chip.EngineReport) {
 	if len(engines) == 0 {
 		return
 	}
 	waiting, running := 0, 0
 	for _, e := range engines {
-		switch e.status.State {
+		switch e.Status.State {
 		case seq.Waiting:
 			waiting++
 			running++
@@ -72,6 +49,6 @@ func writeCore(b *strings.Builder, dev string, nc int, engines []engineReport) {
 	fmt.Fprintf(b, "%s core %d:%s\n", dev, nc, state)
 	for _, e := range engines {
 		fmt.Fprintf(b, "  %v; records=%d not_emulated=%d waits=%d\n",
-			e.status, e.counts.Records, e.counts.NotEmulated, e.counts.Waits)
+			e.Status, e.Counts.Records, e.Counts.NotEmulated, e.Counts.Waits)
 	}
 }

@@ -106,7 +106,7 @@ func (d *Device) clearSlotLocked(s *datastoreSlot) {
 	s.clearTick = d.sys.dsClearTick
 	d.sys.mu.Unlock()
 	s.pid = 0
-	d.phys.punch(s.chunk.PA, s.chunk.Size) // reads back as zeros
+	d.chip.Punch(s.chunk.PA, s.chunk.Size) // reads back as zeros
 }
 
 func (d *Device) findSlotLocked(pid int32) *datastoreSlot {

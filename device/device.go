@@ -10,6 +10,7 @@ import (
 	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // State is the driver's device_state, as the sysfs reset file prints it.
@@ -24,19 +25,20 @@ const (
 // MaxProcessesPerDevice is the size of the driver's attach table.
 const MaxProcessesPerDevice = 16
 
-// Device is one emulated /dev/neuronN.
+// Device is one emulated /dev/neuronN: the driver's per-device state
+// over its chip.
 type Device struct {
 	Index int
 	sys   *System
 	log   *logrus.Entry
 
-	phys *physMem
-	// pattern fills HBM that a non-zero scrub left pending.
-	pattern *hbmPattern
-	pool    *mempool.Pool
+	// chip is the silicon: memory, engines, BAR0, firmware, doorbells.
+	chip *chip.Chip
+	pool *mempool.Pool
+	fwc  *mmio.Client // the driver's side of the firmware mailbox (mmio.go)
 
-	// mu is the driver's per-device lock (rank Device): everything below
-	// up to exec, and the state of the engines' owners.
+	// mu is the driver's per-device lock (rank Device): everything below,
+	// and the state of the engines' owners.
 	mu        lockrank.Mutex[lockrank.Device]
 	openCount int // normal-fd opens not yet released
 	procs     processTable
@@ -54,15 +56,10 @@ type Device struct {
 	cinit        [maxCoreSlots]uint32
 	modelStarted [maxCoreSlots]uint64 // never incremented on V2-V4 (see DMA_QUEUE_COPY_START)
 	dma          dmaState
-	mmio         mmioState
-	exec         [maxCoreSlots]chip.Doorbell // each with its own lock (rank Exec)
-	sweeps       []*sweepTarget              // semaphore areas the sweeper polls (semsweep.go)
-	execReq      execWatch                   // delivered exec requests (execreq.go)
-	progs        programs                    // staged programs running (execrun.go)
 
 	// The power/ directories of the class device and of the PCI function.
 	classPM, pciPM *runtimePM
-	power          powerState // utilisation samples (power.go)
+	power          powerState // the driver's utilisation samples (power.go)
 }
 
 func newDevice(s *System, index int) (*Device, error) {
@@ -72,12 +69,12 @@ func newDevice(s *System, index int) (*Device, error) {
 	for i := range d.cinit {
 		d.cinit[i] = cinitInvalid
 	}
-	phys, err := newPhysMem(d.Name(), s.Arch.PhysicalSpan(), s.backing)
+	c, err := chip.New(s.chipConfig(index), newChipHost(d))
 	if err != nil {
 		return nil, fmt.Errorf("device %d: %w", index, err)
 	}
-	d.phys = phys
-	d.pattern = newHBMPattern(phys.fd)
+	d.chip = c
+	s.podRAM[index] = c.Firmware()
 	d.pool = mempool.NewOnHost(s.Arch, s.hostSpace, d)
 	if err := d.initDatastore(); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
@@ -85,8 +82,8 @@ func newDevice(s *System, index int) (*Device, error) {
 	if err := d.initDMA(); err != nil {
 		return nil, fmt.Errorf("device %d: DMA: %w", index, err)
 	}
-	if err := d.initMMIO(); err != nil {
-		return nil, fmt.Errorf("device %d: BAR0: %w", index, err)
+	if err := d.initMailbox(); err != nil {
+		return nil, fmt.Errorf("device %d: firmware mailbox: %w", index, err)
 	}
 	d.pool.ZeroUsage() // sysfs starts counting after probe
 	d.pool.SetAllocFault(s.faults.AllocFail.Load)
@@ -101,20 +98,8 @@ func newDevice(s *System, index int) (*Device, error) {
 	return d, nil
 }
 
-// PhysFd returns the file (a memfd, or a file of the backing directory)
-// holding the device's physical address space;
-// device files pass mmap through to it.
-func (d *Device) PhysFd() int { return d.phys.fd }
-
-// PhysView returns [pa, pa+size) of the device's physical memory as the
-// daemon sees it, for tests and self-tests.
-func (d *Device) PhysView(pa, size uint64) ([]byte, error) {
-	v, ok := d.dma.mem.Local(pa, size)
-	if !ok {
-		return nil, fmt.Errorf("physical range %#x+%#x outside the device's memory", pa, size)
-	}
-	return v, nil
-}
+// Chip returns the device's silicon.
+func (d *Device) Chip() *chip.Chip { return d.chip }
 
 // System returns the host the device belongs to.
 func (d *Device) System() *System { return d.sys }
@@ -223,7 +208,3 @@ func (d *Device) OpenCount() int {
 	defer d.mu.Unlock()
 	return d.openCount
 }
-
-// PhysicalResident reports how much of the device's emulated physical
-// memory the host backs right now (HBM and host chunks that were touched).
-func (d *Device) PhysicalResident() (uint64, error) { return d.phys.resident() }

@@ -1,15 +1,13 @@
 package device
 
 import (
-	"context"
 	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -26,12 +24,10 @@ const (
 	queueTypeRX       = 1
 )
 
-// dmaState is the driver's bookkeeping around the engines.
+// dmaState is the driver's bookkeeping around the chip's engines.
 type dmaState struct {
-	mem     *dma.Space
-	engines []*dma.Engine        // hardware engines; the driver's array is larger
-	owner   map[[2]int]int32     // queues initialised by a process, by (engine, queue)
-	claims  map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
+	owner  map[[2]int]int32     // queues initialised by a process, by (engine, queue)
+	claims map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
 	// hostDriven marks queues rung with DMA_QUEUE_COPY_START since their
 	// init; the others are device-driven (the exec queue), armed by the
 	// chip at a doorbell.
@@ -41,43 +37,13 @@ type dmaState struct {
 	dummy       *mempool.Chunk
 }
 
+// initDMA sets up the driver's side of the engines: its tables, the
+// dummy ring and the cores' default h2t queues.
 func (d *Device) initDMA() error {
-	f := d.sys.Arch
-	d.dma.mem = dma.NewSpace(d.phys.fd, engineWindows(f))
-	d.dma.mem.Touch = func(pa, n uint64) {
-		d.pattern.fill(pa, n)
-		d.sys.noteAccess(n)
-	}
-	d.dma.mem.Admit = func(pa, n uint64) bool { return d.sys.admitWrite(d, pa, n, 0) }
-	d.dma.mem.HostLo, d.dma.mem.HostHi = f.HostBase, f.HostBase+dhal.HostMemorySpan
-	d.dma.mem.HostOwner = func(pa uint64) *dma.Space {
-		if o, ok := d.sys.hostSpace.Owner(pa - f.HostBase); ok {
-			if other, ok := o.(*Device); ok {
-				return other.dma.mem
-			}
-		}
-		return nil
-	}
-	d.initRoutes()
-	d.initSweeps()
-	d.initExecWatch()
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}
-	opts := dma.Options{
-		RingIDErrorsMasked: f.RingIDErrorsMasked,
-		Fault:              d.sys.dmaFault,
-		OnTransfer:         d.power.addBytes,
-		OnCopy:             d.observeCopy,
-		OnError: func(eng, qid int, status uint32) {
-			d.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
-			d.reportDMAAbort(eng, qid, status)
-		},
-	}
-	for i := range f.DMAEnginesPerDevice {
-		d.dma.engines = append(d.dma.engines, dma.NewEngine(i, d.dma.mem, opts))
-	}
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dma.DescSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return err
 	}
@@ -85,58 +51,14 @@ func (d *Device) initDMA() error {
 	return d.initDriverRings()
 }
 
-// engineWindows is what a device's engines reach: HBM, host memory under
-// the route bit, the special resources (state buffers, semaphore areas)
-// and the regions PROGRAM_ENGINE writes.
-func engineWindows(f *dhal.ArchFacts) []dma.Range {
-	var rs []dma.Range
-	for _, b := range f.HBMBases {
-		rs = append(rs, dma.Range{Base: b, Size: f.HBMSize})
-	}
-	rs = append(rs, dma.Range{Base: f.HostBase, Size: dhal.HostMemorySpan})
-	for _, r := range f.MmapResources() {
-		rs = append(rs, dma.Range{Base: r.Offset, Size: r.Size})
-	}
-	for _, r := range f.ProgramRegions() {
-		rs = append(rs, dma.Range{Base: r.Base, Size: r.Size})
-	}
-	return rs
-}
-
-// stopDMA halts every engine and waits (briefly) for the workers. The
-// space stays mapped: a neighbour's engine may still reach it until the
-// system stops them all (System.Close).
-func (d *Device) stopDMA() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, e := range d.dma.engines {
-		e.SetState(dma.StateDisable)
-		for q := range dma.QueuesPerEngine {
-			e.WaitIdle(ctx, q)
-		}
-	}
-}
-
 // engine returns engine id: EINVAL beyond the driver's array. Slots the
 // driver has but the chip lacks (V2: 34..131) have no registers; the
 // driver would fault on them, here they are EINVAL too.
 func (d *Device) engine(id uint32) (*dma.Engine, Result) {
-	if id >= uint32(len(d.dma.engines)) {
-		return nil, Errno(syscall.EINVAL)
+	if e := d.chip.Engine(int(min(id, 1<<30))); e != nil {
+		return e, 0
 	}
-	return d.dma.engines[id], 0
-}
-
-// isDefaultH2T reports whether (eng, q) is a core's default h2t queue,
-// which the driver owns.
-func (d *Device) isDefaultH2T(eng, q int) bool {
-	f := d.sys.Arch
-	for c := range f.CoresPerDevice {
-		if f.H2TEngine(c) == eng && f.H2TDefaultQueue(c) == q {
-			return true
-		}
-	}
-	return false
+	return nil, Errno(syscall.EINVAL)
 }
 
 // ringChunk resolves a ring handle: 0 or an invalid handle mean no ring.
@@ -185,7 +107,7 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 	d.dma.owner[[2]int{int(v.EngID), int(v.QID)}] = r.Caller.Tgid
 	delete(d.dma.hostDriven, [2]int{int(v.EngID), int(v.QID)})
 	d.mu.Unlock()
-	if rxc != nil && uint64(v.RXDescCount)*dma.DescSize > rxc.Size {
+	if rxc != nil && uint64(v.RXDescCount)*dmadesc.Size > rxc.Size {
 		return Errno(syscall.EINVAL)
 	}
 	if rxc != nil {
@@ -266,7 +188,7 @@ func dmaEngSetState(r *Request) Result {
 	if res != 0 {
 		return res
 	}
-	e.SetState(dma.State(v.State)) // other values are refused inside, yet the ioctl succeeds
+	e.SetState(dmadesc.State(v.State)) // other values are refused inside, yet the ioctl succeeds
 	return 0
 }
 
@@ -312,7 +234,7 @@ func dmaCopyDescriptors64(r *Request, v *ioctl.DMACopyDescriptors64) Result {
 }
 
 func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
-	size := uint64(num) * dma.DescSize
+	size := uint64(num) * dmadesc.Size
 	c, res := r.useRange(h, off, size)
 	if res != 0 {
 		return res
@@ -325,8 +247,8 @@ func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
 		if res := r.readUser(p, buf+done); res != 0 {
 			return res
 		}
-		for i := 0; i < len(p); i += dma.DescSize {
-			if res := r.checkDescAddr(dma.Decode(p[i:]).Addr, qtype); res != 0 {
+		for i := 0; i < len(p); i += dmadesc.Size {
+			if res := r.checkDescAddr(dmadesc.Decode(p[i:]).Addr, qtype); res != 0 {
 				return res
 			}
 		}
@@ -417,10 +339,10 @@ func dmaDescriptorCopyout(r *Request, v *ioctl.DMADescriptorCopyout) Result {
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	total := uint64(v.Count) * dma.DescSize
+	total := uint64(v.Count) * dmadesc.Size
 	from := ring.Base - c.PA
 	if c.Loc == mempool.LocHost {
-		from = uint64(v.StartIndex) * dma.DescSize
+		from = uint64(v.StartIndex) * dmadesc.Size
 	}
 	if from+total > c.Size {
 		return Errno(syscall.EINVAL)
@@ -443,11 +365,12 @@ func (d *Device) releaseQueuesLocked(tgid int32) {
 			continue
 		}
 		delete(d.dma.owner, key)
-		if f.IsNXQueue(eng, q) || eng >= len(d.dma.engines) {
+		e := d.chip.Engine(eng)
+		if f.IsNXQueue(eng, q) || e == nil {
 			continue
 		}
 		dummy := dma.RingSpec{Base: d.dma.dummy.PA, Size: dummyRingDescs}
-		if errno := d.dma.engines[eng].InitQueue(q, dummy, dummy); errno != 0 {
+		if errno := e.InitQueue(q, dummy, dummy); errno != 0 {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": q, "errno": errno}).Warn("queue reset at exit failed")
 		}
 	}
@@ -467,33 +390,22 @@ func (d *Device) OwnedQueues() int {
 	return n
 }
 
-// reinitDMA is the DMA side of a finished reset: the engines of the reset
-// cores come back in the normal state with every queue stopped and empty,
-// whatever was queued on them.
+// reinitDMA is the DMA side of a finished reset: the chip brings the
+// engines of the reset cores back stopped and empty, and the driver
+// forgets which of their queues the host rang.
 func (d *Device) reinitDMA(ncMap uint32) {
-	f := d.sys.Arch
-	for c := range f.CoresPerDevice {
+	for c := range d.sys.Arch.CoresPerDevice {
 		if ncMap != ncMapDevice && ncMap&(1<<c) == 0 {
 			continue
 		}
-		for eng := c * f.DMAEnginesPerCore; eng < (c+1)*f.DMAEnginesPerCore && eng < len(d.dma.engines); eng++ {
-			e := d.dma.engines[eng]
-			for q := range dma.QueuesPerEngine {
-				e.DisableQueue(q)
-			}
-			e.SetState(dma.StateNormal)
-			d.mu.Lock()
+		d.chip.ResetEngines(c)
+		first, end := d.chip.CoreEngines(c)
+		d.mu.Lock()
+		for eng := first; eng < end; eng++ {
 			for q := range dma.QueuesPerEngine {
 				delete(d.dma.hostDriven, [2]int{eng, q})
 			}
-			d.mu.Unlock()
 		}
-	}
-}
-
-// kickAll restarts every queue that has work (after a fault cleared).
-func (s *dmaState) kickAll() {
-	for _, e := range s.engines {
-		e.Kick()
+		d.mu.Unlock()
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 func ringHandle(t *testing.T, d *Device, tgid int32, descs uint64) (uint64, *mempool.Chunk) {
 	t.Helper()
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: descs * dma.DescSize, Host: true, Lifespan: mempool.LifespanCurProcess, PID: tgid})
+	c, err := d.pool.Alloc(mempool.AllocRequest{Size: descs * dmadesc.Size, Host: true, Lifespan: mempool.LifespanCurProcess, PID: tgid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestDMAQueueValidation(t *testing.T) {
 	batch.Entries[1].QID, batch.Entries[2].QID = 3, 16
 	res, _ = call(t, ctx, f, 7, ioctl.CmdDMAQueueInitBatch, batch)
 	wantErrno(t, "batch with a bad third entry", res, syscall.EINVAL)
-	if st := d.dma.engines[3].QueueState(3, dma.TX); st.Length != 64 {
+	if st := d.chip.Engine(3).QueueState(3, dma.TX); st.Length != 64 {
 		t.Errorf("the batch's second entry was not applied: %+v", st)
 	}
 
@@ -97,7 +98,7 @@ func TestDMAQueueValidation(t *testing.T) {
 
 	res, _ = call(t, ctx, f, 7, ioctl.CmdDMAEngSetState, ioctl.DMAEngSetState{EngID: 3, State: 7})
 	wantErrno(t, "set state 7 (ignored)", res, 0)
-	if st := d.dma.engines[3].State(); st.TX != dma.StateNormal {
+	if st := d.chip.Engine(3).State(); st.TX != dmadesc.StateNormal {
 		t.Errorf("state 7 changed the engine: %+v", st)
 	}
 }
@@ -122,13 +123,13 @@ func TestDMAQueuesResetAtExit(t *testing.T) {
 		wantErrno(t, "init", res, 0)
 	}
 	f7.Flush(ctx, Caller{Tgid: 7})
-	if st := d.dma.engines[3].QueueState(2, dma.TX); st.Base != d.dma.dummy.PA || st.Length != dummyRingDescs {
+	if st := d.chip.Engine(3).QueueState(2, dma.TX); st.Base != d.dma.dummy.PA || st.Length != dummyRingDescs {
 		t.Errorf("exited process's queue: %+v, want the dummy ring at %#x", st, d.dma.dummy.PA)
 	}
-	if st := d.dma.engines[1].QueueState(14, dma.RX); st.Base != c7.PA {
+	if st := d.chip.Engine(1).QueueState(14, dma.RX); st.Base != c7.PA {
 		t.Errorf("NX queue was reset: %+v", st)
 	}
-	if st := d.dma.engines[3].QueueState(5, dma.TX); st.Base != c8.PA {
+	if st := d.chip.Engine(3).QueueState(5, dma.TX); st.Base != c8.PA {
 		t.Errorf("another process's queue changed: %+v", st)
 	}
 }
@@ -137,7 +138,7 @@ func TestDMAQueuesResetAtExit(t *testing.T) {
 func TestEngineMemoryWindows(t *testing.T) {
 	for _, inst := range []string{"trn1.2xlarge", "trn2.48xlarge", "trn3.48xlarge"} {
 		d := newTestSystem(t, inst).Devices[0]
-		m, f := d.dma.mem, d.sys.Arch
+		m, f := d.chip.Mem(), d.sys.Arch
 		for _, r := range append(f.ProgramRegions(), dhal.Range{Base: f.HostBase, Size: 4096}) {
 			if _, ok := m.Slice(r.Base, r.Size); !ok {
 				t.Errorf("%s: %#x+%#x unreachable", inst, r.Base, r.Size)
@@ -165,7 +166,7 @@ func TestH2TQueues(t *testing.T) {
 	if res != 0 || v.CopyQueueBmap != 0b1100 || v.ServiceQueueBmap != 0b10000 || v.CopyDefaultQueue != 0 {
 		t.Fatalf("alloc: %d %+v", res, v)
 	}
-	if st := d.dma.engines[128].QueueState(2, dma.RX); st.Length != h2tRingDescs || st.SWStatus != uint32(dma.QueueEnabled) {
+	if st := d.chip.Engine(128).QueueState(2, dma.RX); st.Length != h2tRingDescs || st.SWStatus != uint32(dma.QueueEnabled) {
 		t.Errorf("copy queue 2 not programmed: %+v", st)
 	}
 	h, _ := ringHandle(t, d, 7, 64)
@@ -200,7 +201,7 @@ func TestH2TQueues(t *testing.T) {
 	if len(d.dma.claims) != 12 {
 		t.Errorf("%d claims after freeing two", len(d.dma.claims))
 	}
-	if st := d.dma.engines[128].QueueState(2, dma.TX); st.SWStatus != uint32(dma.QueueDisabled) {
+	if st := d.chip.Engine(128).QueueState(2, dma.TX); st.SWStatus != uint32(dma.QueueDisabled) {
 		t.Errorf("freed copy queue still enabled: %+v", st)
 	}
 	// A reset of core 1 frees its eleven queues.

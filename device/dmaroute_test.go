@@ -42,13 +42,13 @@ func testNeighbourWindowReachesPeer(t *testing.T, instance string) {
 		return a
 	}
 	hbm := f.HBMBases[1] + 0x10000
-	if !d0.dma.mem.Write(peer(hbm), []byte("to the neighbour")) {
+	if !d0.chip.Mem().Write(peer(hbm), []byte("to the neighbour")) {
 		t.Fatal("write through the neighbour window refused")
 	}
-	if got, _ := d1.dma.mem.Local(hbm, 16); string(got) != "to the neighbour" {
+	if got, _ := d1.chip.Mem().Local(hbm, 16); string(got) != "to the neighbour" {
 		t.Errorf("device 1 HBM reads %q", got)
 	}
-	if got, _ := d0.dma.mem.Slice(peer(hbm), 16); string(got) != "to the neighbour" {
+	if got, _ := d0.chip.Mem().Slice(peer(hbm), 16); string(got) != "to the neighbour" {
 		t.Errorf("read back through the window: %q", got)
 	}
 
@@ -64,39 +64,39 @@ func testNeighbourWindowReachesPeer(t *testing.T, instance string) {
 		{f.TPBSoCBase(1) + dhal.TPBSemDecOffset + 4*idx, 2, 6},
 		{f.TPBSoCBase(1) + dhal.TPBSemSetOffset + 4*idx, 40, 40},
 	} {
-		if !d0.dma.mem.Write(peer(w.addr), word(w.v)) {
+		if !d0.chip.Mem().Write(peer(w.addr), word(w.v)) {
 			t.Fatalf("write to %#x refused", w.addr)
 		}
-		a, _ := d1.semArea(1)
+		a, _ := d1.chip.SemArea(1)
 		if got := a.Semaphore(idx); got != w.want {
 			t.Errorf("after %d at %#x: semaphore %d, want %d", w.v, w.addr, got, w.want)
 		}
 	}
-	if a, _ := d0.semArea(1); a.Semaphore(idx) != 0 {
+	if a, _ := d0.chip.SemArea(1); a.Semaphore(idx) != 0 {
 		t.Error("the issuing device's semaphore changed")
 	}
 	// Core 1's state buffer at its SoC address is the memory its SBUF
 	// resource maps.
 	sbuf, _ := f.LookupMmapResource(dhal.BlockTPB, 1, dhal.ResourceSBUF)
-	d0.dma.mem.Write(peer(f.TPBSoCBase(1)+0x100), []byte("sbuf"))
-	if got, _ := d1.dma.mem.Local(sbuf.Offset+0x100, 4); string(got) != "sbuf" {
+	d0.chip.Mem().Write(peer(f.TPBSoCBase(1)+0x100), []byte("sbuf"))
+	if got, _ := d1.chip.Mem().Local(sbuf.Offset+0x100, 4); string(got) != "sbuf" {
 		t.Errorf("core 1 SBUF resource reads %q after a DMA to its SoC address", got)
 	}
 	// The mmap offset of core 3's area is an address of its own.
 	res, _ := f.LookupMmapResource(dhal.BlockTPB, 3, dhal.ResourceSemaphore)
-	d1.dma.mem.Write(res.Offset+uint64(dhal.TPBSemIncOffset-dhal.TPBEventsOffset)+4*7, word(9))
-	if a, _ := d1.semArea(3); a.Semaphore(7) != 9 {
+	d1.chip.Mem().Write(res.Offset+uint64(dhal.TPBSemIncOffset-dhal.TPBEventsOffset)+4*7, word(9))
+	if a, _ := d1.chip.SemArea(3); a.Semaphore(7) != 9 {
 		t.Errorf("core 3 semaphore 7 = %d after a local DMA increment of 9", a.Semaphore(7))
 	}
 	// TopSP semaphores act the same way (no doorbell behind them).
 	ts, _ := f.LookupMmapResource(dhal.BlockTopSP, 15, dhal.ResourceSemaphore)
-	d0.dma.mem.Write(peer(ts.Offset+0x1800+4*2), word(4))
-	if a, _ := d1.topSPSemArea(15); a.Semaphore(2) != 4 {
+	d0.chip.Mem().Write(peer(ts.Offset+0x1800+4*2), word(4))
+	if a, _ := d1.chip.TopSPSemArea(15); a.Semaphore(2) != 4 {
 		t.Errorf("TopSP 15 semaphore 2 = %d after a remote increment of 4", a.Semaphore(2))
 	}
 
 	// The doorbell: any semaphore starts the core (InferenceStart unset).
-	d0.dma.mem.Write(peer(f.TPBSoCBase(2)+dhal.TPBSemIncOffset), word(1))
+	d0.chip.Mem().Write(peer(f.TPBSoCBase(2)+dhal.TPBSemIncOffset), word(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
@@ -116,19 +116,19 @@ func testNeighbourWindowReachesPeer(t *testing.T, instance string) {
 func TestNeighbourWindowWithoutPeer(t *testing.T) {
 	s := newTestSystem(t, "trn2.3xlarge")
 	a, _ := s.Arch.PeerAddress(0, s.Arch.HBMBases[0])
-	if s.Devices[0].dma.mem.Write(a, word(1)) {
+	if s.Devices[0].chip.Mem().Write(a, word(1)) {
 		t.Error("a write to an absent neighbour was accepted")
 	}
 	v2 := newTestSystem(t, "trn1.32xlarge")
 	if v2.Arch.PeerLinks() != 0 {
 		t.Fatalf("V2 has %d neighbour windows", v2.Arch.PeerLinks())
 	}
-	if v2.Devices[0].dma.mem.Write(0x10000000000000, word(1)) {
+	if v2.Devices[0].chip.Mem().Write(0x10000000000000, word(1)) {
 		t.Error("a V3 neighbour-window address reaches something on V2")
 	}
 	// A local semaphore write acts on V2 too.
-	v2.Devices[0].dma.mem.Write(v2.Arch.TPBSoCBase(1)+dhal.TPBSemIncOffset+4*9, word(6))
-	if a, _ := v2.Devices[0].semArea(1); a.Semaphore(9) != 6 {
+	v2.Devices[0].chip.Mem().Write(v2.Arch.TPBSoCBase(1)+dhal.TPBSemIncOffset+4*9, word(6))
+	if a, _ := v2.Devices[0].chip.SemArea(1); a.Semaphore(9) != 6 {
 		t.Errorf("V2 core 1 semaphore 9 = %d after a DMA increment of 6", a.Semaphore(9))
 	}
 }

@@ -74,7 +74,7 @@ func (s *System) ApplyFaults(spec string) error {
 		}
 	}
 	for _, d := range s.Devices {
-		d.dma.kickAll() // a cleared stall lets queued work go on
+		d.chip.KickEngines() // a cleared stall lets queued work go on
 	}
 	return nil
 }
@@ -85,14 +85,14 @@ func (s *System) setFirmwareFault(name string, v uint32) {
 	for _, d := range s.Devices {
 		switch name {
 		case faultHBMRepair:
-			d.mmio.fw.Set(mmio.RegHBMRepairState, v)
+			d.chip.Firmware().Set(mmio.RegHBMRepairState, v)
 		case faultECCSRAM, faultECCHBM:
 			r := uint64(mmio.RegECCSRAM)
 			if name == faultECCHBM {
 				r = mmio.RegECCHBM0 // counted on stack 0
 			}
-			cur, _ := d.mmio.fw.Read32(r)
-			d.mmio.fw.Set(r, cur&0xffff0000|v)
+			cur, _ := d.chip.Firmware().Read32(r)
+			d.chip.Firmware().Set(r, cur&0xffff0000|v)
 		}
 	}
 }
@@ -107,7 +107,7 @@ func (s *System) faultStatus() string {
 		}
 	}
 	if len(s.Devices) > 0 {
-		fw := s.Devices[0].mmio.fw
+		fw := s.Devices[0].chip.Firmware()
 		sram, _ := fw.Read32(mmio.RegECCSRAM)
 		hbm, _ := fw.Read32(mmio.RegECCHBM0)
 		if sram&0xffff != 0 {
@@ -174,7 +174,7 @@ func (s *System) dmaFault() (stall bool, abort uint32) {
 func (d *Device) uncorrectedHBM() uint32 {
 	var n uint32
 	for k := range d.sys.Arch.HBMChannels {
-		v, _ := d.mmio.fw.Read32(mmio.RegECCHBM0 + 4*uint64(k))
+		v, _ := d.chip.Firmware().Read32(mmio.RegECCHBM0 + 4*uint64(k))
 		n += v & 0xffff
 	}
 	return n
@@ -192,7 +192,7 @@ func (d *Device) hbmErrorCount(repairable bool) uint32 {
 		}
 		return total
 	}
-	state, _ := d.mmio.fw.Read32(mmio.RegHBMRepairState)
+	state, _ := d.chip.Firmware().Read32(mmio.RegHBMRepairState)
 	state &= 3
 	if total == 0 && state != 0 {
 		return 0 // an inconsistent reading: the driver shows nothing

@@ -5,6 +5,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -30,16 +31,13 @@ type h2tClaim struct {
 	compl *mempool.Chunk   // its async completion queue (driver 2.27), also in rings
 }
 
-// h2tEngine returns core nc's h2t engine id.
-func (d *Device) h2tEngine(nc int) int { return d.sys.Arch.H2TEngine(nc) }
-
 // claimH2TLocked claims the first free non-default queue of core nc's h2t
 // engine; copy queues get their rings programmed.
 func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result) {
-	eng := d.h2tEngine(nc)
+	eng := d.sys.Arch.H2TEngine(nc)
 	for q := range dma.QueuesPerEngine {
 		key := [2]int{eng, q}
-		if d.isDefaultH2T(eng, q) || d.dma.claims[key] != nil {
+		if d.sys.Arch.IsDefaultH2T(eng, q) || d.dma.claims[key] != nil {
 			continue
 		}
 		cl := &h2tClaim{nc: nc, copy: copyQueue}
@@ -48,7 +46,7 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 			d.dma.owner[key] = tgid
 			return q, 0
 		}
-		for _, size := range []uint64{h2tRingDescs * dma.DescSize, h2tRingDescs * dma.DescSize, h2tCompletionSize} {
+		for _, size := range []uint64{h2tRingDescs * dmadesc.Size, h2tRingDescs * dmadesc.Size, h2tCompletionSize} {
 			c, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(nc), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 			if err != nil {
 				d.freeClaimRingsLocked(cl)
@@ -67,7 +65,7 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 		}
 		tx := dma.RingSpec{Base: cl.rings[0].PA, Size: h2tRingDescs}
 		rx := dma.RingSpec{Base: cl.rings[1].PA, Size: h2tRingDescs}
-		if errno := d.dma.engines[eng].InitQueue(q, tx, rx); errno != 0 {
+		if errno := d.chip.Engine(eng).InitQueue(q, tx, rx); errno != 0 {
 			d.freeClaimRingsLocked(cl)
 			return 0, Errno(errno)
 		}
@@ -86,14 +84,14 @@ func (d *Device) freeClaimRingsLocked(cl *h2tClaim) {
 
 // releaseH2TLocked frees queue q of core nc's engine.
 func (d *Device) releaseH2TLocked(nc, q int) {
-	eng := d.h2tEngine(nc)
+	eng := d.sys.Arch.H2TEngine(nc)
 	key := [2]int{eng, q}
 	cl := d.dma.claims[key]
 	if cl == nil {
 		return
 	}
 	if cl.copy {
-		d.dma.engines[eng].DisableQueue(q)
+		d.chip.Engine(eng).DisableQueue(q)
 		d.freeClaimRingsLocked(cl)
 	} else {
 		delete(d.dma.owner, key)
@@ -118,14 +116,14 @@ func (d *Device) isH2TCopyQueue(nc, q int) bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cl := d.dma.claims[[2]int{d.h2tEngine(nc), q}]
+	cl := d.dma.claims[[2]int{d.sys.Arch.H2TEngine(nc), q}]
 	return cl != nil && cl.copy && cl.nc == nc
 }
 
 // isDriverRing reports whether (eng, q) holds driver rings that
 // DMA_QUEUE_INIT must not replace.
 func (d *Device) isDriverRingLocked(eng, q int) bool {
-	if d.isDefaultH2T(eng, q) {
+	if d.sys.Arch.IsDefaultH2T(eng, q) {
 		return true
 	}
 	cl := d.dma.claims[[2]int{eng, q}]
@@ -174,12 +172,12 @@ func h2tFreeQueues(r *Request, v *ioctl.H2TDMAFreeQueues) Result {
 	if nc >= d.sys.Arch.CoresPerDevice {
 		return Errno(syscall.E2BIG)
 	}
-	eng := d.h2tEngine(nc)
+	eng := d.sys.Arch.H2TEngine(nc)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var res Result
 	for q := range dma.QueuesPerEngine {
-		if v.QueueBmap&(1<<q) == 0 || d.isDefaultH2T(eng, q) {
+		if v.QueueBmap&(1<<q) == 0 || d.sys.Arch.IsDefaultH2T(eng, q) {
 			continue
 		}
 		if cl := d.dma.claims[[2]int{eng, q}]; cl == nil || cl.nc != nc {

@@ -38,7 +38,7 @@ func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
 		d.freeChunk(c, 0)
 		return nil, err
 	}
-	if hdr, ok := d.dma.mem.Slice(c.PA, asyncComplHeader); ok {
+	if hdr, ok := d.chip.Mem().Slice(c.PA, asyncComplHeader); ok {
 		clear(hdr)
 		binary.LittleEndian.PutUint32(hdr, asyncComplCapacity)
 	}
@@ -69,7 +69,7 @@ func asyncH2TComplQueues(r *Request, v *ioctl.GetAsyncH2TDMAComplQueues) Result 
 		return Errno(syscall.EINVAL)
 	}
 	v.ComplQueueInfo = [16]ioctl.H2TComplQueueInfo{}
-	eng := d.h2tEngine(int(v.NCID))
+	eng := d.sys.Arch.H2TEngine(int(v.NCID))
 	d.mu.Lock()
 	for q := range dma.QueuesPerEngine {
 		if v.QIDBitmap&(1<<q) == 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
@@ -40,9 +41,9 @@ func (d *Device) initDriverRings() error {
 	f := d.sys.Arch
 	d.dma.driverRings = make([]*driverRing, f.CoresPerDevice)
 	for c := range f.CoresPerDevice {
-		r := &driverRing{eng: f.H2TEngine(c), qid: f.H2TDefaultQueue(c), ringID: dma.InitialRingID}
+		r := &driverRing{eng: f.H2TEngine(c), qid: f.H2TDefaultQueue(c), ringID: dmadesc.InitialRingID}
 		for _, p := range []**mempool.Chunk{&r.tx, &r.rx, &r.marks} {
-			size := uint64(h2tRingDescs * dma.DescSize)
+			size := uint64(h2tRingDescs * dmadesc.Size)
 			if p == &r.marks {
 				size = 4096
 			}
@@ -57,7 +58,7 @@ func (d *Device) initDriverRings() error {
 			return err
 		}
 		spec := func(ch *mempool.Chunk) dma.RingSpec { return dma.RingSpec{Base: ch.PA, Size: h2tRingDescs} }
-		if errno := d.dma.engines[r.eng].InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {
+		if errno := d.chip.Engine(r.eng).InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {
 			return errno
 		}
 		d.dma.driverRings[c] = r
@@ -67,7 +68,7 @@ func (d *Device) initDriverRings() error {
 
 // markerWord returns a word of context ctx's marker (0 source, 1 result).
 func (r *driverRing) markerWord(d *Device, ctx, which int) (*uint32, bool) {
-	b, ok := d.dma.mem.Slice(r.marks.PA+uint64(ctx*markerStride+4*which), 4)
+	b, ok := d.chip.Mem().Slice(r.marks.PA+uint64(ctx*markerStride+4*which), 4)
 	if !ok {
 		return nil, false
 	}
@@ -86,28 +87,28 @@ func (r *driverRing) copy(d *Device, ctx int, dst, src, size uint64) (int, bool)
 	atomic.StoreUint32(srcWord, completionMarker)
 	atomic.StoreUint32(dstWord, 0)
 	var pairs [][3]uint64
-	for off := uint64(0); off < size; off += dma.MaxDescLen {
-		pairs = append(pairs, [3]uint64{src + off, dst + off, min(size-off, dma.MaxDescLen)})
+	for off := uint64(0); off < size; off += dmadesc.MaxDescLen {
+		pairs = append(pairs, [3]uint64{src + off, dst + off, min(size-off, dmadesc.MaxDescLen)})
 	}
 	markSrc := r.marks.PA + uint64(ctx*markerStride)
 	pairs = append(pairs, [3]uint64{markSrc, markSrc + 4, 4})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	txRing, ok1 := d.dma.mem.Slice(r.tx.PA, h2tRingDescs*dma.DescSize)
-	rxRing, ok2 := d.dma.mem.Slice(r.rx.PA, h2tRingDescs*dma.DescSize)
+	txRing, ok1 := d.chip.Mem().Slice(r.tx.PA, h2tRingDescs*dmadesc.Size)
+	rxRing, ok2 := d.chip.Mem().Slice(r.rx.PA, h2tRingDescs*dmadesc.Size)
 	if !ok1 || !ok2 {
 		return 0, false
 	}
 	for _, p := range pairs {
-		tx, rx := dma.CopyPair(p[0], p[1], uint32(p[2]&dma.LenMask), r.ringID)
-		tx.Put(txRing[r.next*dma.DescSize:])
-		rx.Put(rxRing[r.next*dma.DescSize:])
+		tx, rx := dmadesc.CopyPair(p[0], p[1], uint32(p[2]&dmadesc.LenMask), r.ringID)
+		tx.Put(txRing[r.next*dmadesc.Size:])
+		rx.Put(rxRing[r.next*dmadesc.Size:])
 		if r.next++; r.next == h2tRingDescs {
 			r.next, r.ringID = 0, (r.ringID+1)&3
 		}
 	}
 	n := uint32(len(pairs))
-	if errno := d.dma.engines[r.eng].Doorbell(r.qid, n, n); errno != 0 {
+	if errno := d.chip.Engine(r.eng).Doorbell(r.qid, n, n); errno != 0 {
 		return 0, false
 	}
 	return len(pairs), true

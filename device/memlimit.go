@@ -11,18 +11,13 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
-// Backing says where the devices' physical memory lives.
-type Backing struct {
-	// Dir is a directory on a real filesystem holding one sparse file
-	// per device, whose cold pages the kernel can write back and reclaim;
-	// "" is a memfd per device, which lives in host RAM for good (on a
-	// host without swap) but is faster.
-	Dir string
-}
+// Backing says where the devices' physical memory lives (the chip's).
+type Backing = chip.Backing
 
 // BackingEnv names the environment variable that gives the default
 // backing (the suite runs once on each).
@@ -48,13 +43,6 @@ func ParseBacking(s string) (Backing, error) {
 		return Backing{Dir: dir}, nil
 	}
 	return Backing{}, fmt.Errorf("memory backing %q: want memfd or file:DIR", s)
-}
-
-func (b Backing) String() string {
-	if b.Dir == "" {
-		return "memfd"
-	}
-	return "file:" + b.Dir
 }
 
 // memLimit caps what the backing files hold. Allocations never see it, as
@@ -117,12 +105,12 @@ func (s *System) admitWrite(d *Device, pa, n uint64, tgid int32) bool {
 	if n == 0 || (l.limit == 0 && !l.file) {
 		return true
 	}
-	if d.dma.mem.Missing(pa, n) == 0 {
+	if d.chip.Mem().Missing(pa, n) == 0 {
 		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	add := d.dma.mem.Missing(pa, n) // again: a concurrent write may have reserved some
+	add := d.chip.Mem().Missing(pa, n) // again: a concurrent write may have reserved some
 	if add == 0 {
 		return true
 	}
@@ -132,7 +120,7 @@ func (s *System) admitWrite(d *Device, pa, n uint64, tgid int32) bool {
 			return false
 		}
 	}
-	if err := d.phys.reserve(pa, n); err != nil {
+	if err := d.chip.Reserve(pa, n); err != nil {
 		l.refuseLocked(d, tgid, pa, n, "no space for it in the backing", err)
 		return false
 	}
@@ -156,7 +144,7 @@ func (s *System) noteAccess(n uint64) {
 	}
 	if rss, err := residentSet(); err == nil && rss > l.limit {
 		for _, d := range s.Devices {
-			d.dma.mem.Release()
+			d.chip.Mem().Release()
 		}
 	}
 }
@@ -182,7 +170,7 @@ func (l *memLimit) refuseLocked(d *Device, tgid int32, pa, n uint64, why string,
 func (s *System) heldLocked() uint64 {
 	var sum uint64
 	for _, d := range s.Devices {
-		n, _ := d.phys.resident()
+		n, _ := d.chip.PhysicalResident()
 		sum += n
 	}
 	return sum
@@ -211,7 +199,7 @@ func (s *System) memoryStatus() string {
 	per := make([]uint64, len(s.Devices))
 	var total uint64
 	for i, d := range s.Devices {
-		per[i], _ = d.phys.resident()
+		per[i], _ = d.chip.PhysicalResident()
 		total += per[i]
 	}
 	fmt.Fprintf(&b, "backing=%s limit=%d held=%d\n", backing, limit, total)

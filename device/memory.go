@@ -50,7 +50,7 @@ func allocChunkFor(r *Request, req mempool.AllocRequest, handlePtr uint64) (*mem
 	if err != nil {
 		return nil, errnoOf(err)
 	}
-	d.pattern.fill(c.PA, c.Size) // before any mapping can see it
+	d.chip.Fill(c.PA, c.Size) // before any mapping can see it
 	h, err := d.pool.Handle(c)
 	if err != nil {
 		d.freeChunk(c, r.Caller.Tgid)
@@ -75,7 +75,7 @@ func (d *Device) freeChunk(c *mempool.Chunk, caller int32) {
 // the allocator (never the other way round: the range could be handed out
 // and written before the punch).
 func (d *Device) discard(c *mempool.Chunk) {
-	d.phys.punch(c.PA, c.Size)
+	d.chip.Punch(c.PA, c.Size)
 	d.pool.Reclaim(c)
 }
 
@@ -272,7 +272,7 @@ func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done fu
 	if !d.pool.Pin(c) {
 		return nil, nil, Errno(syscall.EINVAL)
 	}
-	v, ok := d.dma.mem.Local(c.PA+off, n)
+	v, ok := d.chip.Mem().Local(c.PA+off, n)
 	if !ok {
 		d.unpin(c)
 		return nil, nil, Errno(syscall.ENOMEM)
@@ -317,7 +317,7 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 	} else {
 		n, _ = r.Mem.WriteAt(mem, buf)
 	}
-	d.power.addBytes(uint64(n))
+	d.chip.AddBytes(uint64(n))
 	if uint64(n) == size {
 		return 0
 	}
@@ -379,7 +379,7 @@ func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk,
 	}
 	defer doneTo()
 	copy(to, from)
-	d.power.addBytes(size)
+	d.chip.AddBytes(size)
 	return 0
 }
 
@@ -407,7 +407,7 @@ func fillChunk(r *Request, h, off, size uint64, value uint32) Result {
 		return Errno(syscall.EPERM) // the DMA failed
 	}
 	fill(mem, byte(value))
-	d.power.addBytes(size)
+	d.chip.AddBytes(size)
 	return 0
 }
 

@@ -6,9 +6,8 @@ import (
 	"syscall"
 
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/mmio"
-
 	"github.com/neuronfs/neuronfs/internal/lockrank"
+	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // The driver's sysfs metrics tree: per-core status and other_info
@@ -188,7 +187,7 @@ func (d *Device) metricAttributes() []Attr {
 	// injection), power from the firmware's samples (power.go).
 	out = append(out,
 		Attr{Path: "stats/hardware/sram_ecc_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
-			v, _ := d.mmio.fw.Read32(mmio.RegECCSRAM)
+			v, _ := d.chip.Firmware().Read32(mmio.RegECCSRAM)
 			return fmt.Sprintf("%d\n", v&0xffff)
 		}},
 		Attr{Path: "stats/hardware/mem_ecc_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {

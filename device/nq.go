@@ -12,7 +12,7 @@ import (
 // hardware writes and the runtime polls through a mapping. The rings are
 // allocated and kept as the driver keeps them (until the core is reset)
 // and bound to their NOTIFIC slot, where the emulated chip writes records
-// (notific.go, exec.go).
+// (the chip's NOTIFIC blocks, chip/bar0.go and chip/exec.go).
 
 const (
 	maxNQ          = 96 // MAX_NQ_SUPPORTED
@@ -57,7 +57,7 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	if err != nil {
 		return nil, errnoOf(err)
 	}
-	d.pattern.fill(fresh.PA, fresh.Size)
+	d.chip.Fill(fresh.PA, fresh.Size)
 	table[id] = fresh
 	d.programNQ(s, fresh)
 	if c != nil {
@@ -73,13 +73,7 @@ func (d *Device) programNQ(s nqSpec, c *mempool.Chunk) {
 	if s.nqType == ioctl.NQTypeTraceDMA { // in a DMA engine's own notification block
 		return
 	}
-	blocks := d.mmio.coreNQ
-	if s.devType == nqDevTypeTopSP {
-		blocks = d.mmio.topSPNQ
-	}
-	if id := int(uint8(s.devID)); id < len(blocks) {
-		blocks[id].Program(int(s.engine), c.PA, s.size)
-	}
+	d.chip.ProgramNQ(s.devType == nqDevTypeTopSP, int(uint8(s.devID)), int(s.engine), c.PA, s.size)
 }
 
 // nqTarget checks the queue's owner and picks its table and core.
@@ -163,20 +157,15 @@ func (d *Device) destroyNQsLocked(nc int) {
 	if nc >= a.CoresPerDevice {
 		return
 	}
-	if d.mmio.coreNQ != nil {
-		d.mmio.coreNQ[nc].Halt()
-	}
+	per := a.TopSPsPerDevice / a.CoresPerDevice
+	d.chip.HaltNQs(nc, per)
 	for i, c := range d.nq[nc] {
 		if c != nil {
 			d.freeChunk(c, 0)
 			d.nq[nc][i] = nil
 		}
 	}
-	per := a.TopSPsPerDevice / a.CoresPerDevice
 	for ts := nc * per; ts < (nc+1)*per; ts++ {
-		if d.mmio.topSPNQ != nil {
-			d.mmio.topSPNQ[ts].Halt()
-		}
 		for i, c := range d.tsNQ[ts] {
 			if c != nil {
 				d.freeChunk(c, 0)

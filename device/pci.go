@@ -1,26 +1,21 @@
 package device
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"syscall"
 
-	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/chip"
 )
 
 // PCIDriverName is the name the driver registers its PCI driver under
 // (/sys/bus/pci/drivers/<name>, DRIVER= in the functions' uevent).
 const PCIDriverName = "neuron-driver"
 
-// pciConfigSize is the config space a sysfs reader sees: a PCI Express
-// endpoint's 4096 bytes (the header, the capability list, an empty
-// extended space). Without CAP_SYS_ADMIN the kernel shows only the
-// standard header's first 64.
-const (
-	pciConfigSize         = 4096
-	pciConfigUnprivileged = 64
-)
+// pciConfigUnprivileged is what a sysfs reader without CAP_SYS_ADMIN
+// sees of the config space (chip.PCIConfigSize): the standard header's
+// first 64 bytes.
+const pciConfigUnprivileged = 64
 
 // Resource flags the kernel prints in a function's resource file for a
 // 64-bit memory BAR (IORESOURCE_MEM | IORESOURCE_SIZEALIGN |
@@ -44,36 +39,24 @@ func (d *Device) PCIPath() string {
 	return b.RootBus() + "/" + b.String()
 }
 
-// pciIdentity is what lspci and udev read of a function.
-type pciIdentity struct {
-	vendor, device, subVendor, subDevice uint16
-	class                                uint32
-	revision                             uint8
-}
-
-func (d *Device) pciIdentity() pciIdentity {
-	p := d.sys.Instance.Product
-	return pciIdentity{p.PCIVendor, p.PCIDevice, dhal.PCISubsystemVendor, dhal.PCISubsystemDevice, dhal.PCIClass, uint8(d.sys.Revision)}
-}
-
 // PCIAttributes returns the files of the function's directory.
 func (d *Device) PCIAttributes() []Attr {
-	id := d.pciIdentity()
+	id := d.chip.PCI()
 	text := func(v string) func() string { return func() string { return v } }
 	hex16 := func(v uint16) func() string { return text(fmt.Sprintf("0x%04x\n", v)) }
 	modalias := fmt.Sprintf("pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X",
-		id.vendor, id.device, id.subVendor, id.subDevice, id.class>>16, id.class>>8&0xff, id.class&0xff)
+		id.Vendor, id.Device, id.SubVendor, id.SubDevice, id.Class>>16, id.Class>>8&0xff, id.Class&0xff)
 	uevent := fmt.Sprintf("DRIVER=%s\nPCI_CLASS=%X\nPCI_ID=%04X:%04X\nPCI_SUBSYS_ID=%04X:%04X\nPCI_SLOT_NAME=%s\nMODALIAS=%s\n",
-		PCIDriverName, id.class, id.vendor, id.device, id.subVendor, id.subDevice, d.PCISlot(), modalias)
-	config := string(d.pciConfig(id))
+		PCIDriverName, id.Class, id.Vendor, id.Device, id.SubVendor, id.SubDevice, d.PCISlot(), modalias)
+	config := string(id.Config())
 	attrs := []Attr{
-		{Path: "vendor", Mode: 0o444, Show: hex16(id.vendor)},
-		{Path: "device", Mode: 0o444, Show: hex16(id.device)},
-		{Path: "subsystem_vendor", Mode: 0o444, Show: hex16(id.subVendor)},
-		{Path: "subsystem_device", Mode: 0o444, Show: hex16(id.subDevice)},
-		{Path: "class", Mode: 0o444, Show: text(fmt.Sprintf("0x%06x\n", id.class))},
-		{Path: "revision", Mode: 0o444, Show: text(fmt.Sprintf("0x%02x\n", id.revision))},
-		{Path: "config", Mode: 0o644, Size: pciConfigSize, UnprivilegedLen: pciConfigUnprivileged, Show: text(config)},
+		{Path: "vendor", Mode: 0o444, Show: hex16(id.Vendor)},
+		{Path: "device", Mode: 0o444, Show: hex16(id.Device)},
+		{Path: "subsystem_vendor", Mode: 0o444, Show: hex16(id.SubVendor)},
+		{Path: "subsystem_device", Mode: 0o444, Show: hex16(id.SubDevice)},
+		{Path: "class", Mode: 0o444, Show: text(fmt.Sprintf("0x%06x\n", id.Class))},
+		{Path: "revision", Mode: 0o444, Show: text(fmt.Sprintf("0x%02x\n", id.Revision))},
+		{Path: "config", Mode: 0o644, Size: chip.PCIConfigSize, UnprivilegedLen: pciConfigUnprivileged, Show: text(config)},
 		{Path: "resource", Mode: 0o444, Show: text(d.pciResource())},
 		{Path: "modalias", Mode: 0o444, Show: text(modalias + "\n")},
 		{Path: "uevent", Mode: 0o644, Show: text(uevent), Store: func([]byte) syscall.Errno { return 0 }},
@@ -101,32 +84,6 @@ func (d *Device) PCILinks() []Link {
 		{Path: "driver", Target: "../../../bus/pci/drivers/" + PCIDriverName},
 		{Path: "subsystem", Target: "../../../bus/pci"},
 	}
-}
-
-// pciConfig lays out the function's config header (little endian): ids,
-// command (memory space and bus master on, as after the driver's probe),
-// status with the capability list, revision and class, header type 0, the
-// 64-bit BARs, the subsystem ids, the capabilities (pciCaps); no
-// interrupt pin.
-func (d *Device) pciConfig(id pciIdentity) []byte {
-	c := make([]byte, pciConfigSize)
-	le := binary.LittleEndian
-	le.PutUint16(c[0x00:], id.vendor)
-	le.PutUint16(c[0x02:], id.device)
-	le.PutUint16(c[0x04:], 0x0006)
-	le.PutUint32(c[0x08:], id.class<<8|uint32(id.revision))
-	for _, b := range d.sys.Arch.PCIBARs(d.Index) {
-		low := uint32(b.Base&0xfffffff0) | 0x4
-		if b.Prefetchable {
-			low |= 0x8
-		}
-		le.PutUint32(c[0x10+4*b.Index:], low)
-		le.PutUint32(c[0x14+4*b.Index:], uint32(b.Base>>32))
-	}
-	le.PutUint16(c[0x2c:], id.subVendor)
-	le.PutUint16(c[0x2e:], id.subDevice)
-	d.putCaps(c)
-	return c
 }
 
 // pciResource renders the resource file: start, end and flags of each

@@ -16,7 +16,7 @@ func throttlingNotifications(r *Request, v *ioctl.ThrottlingNotifications) Resul
 	if v.Enable != 0 {
 		bits = mmio.FeatureThrottlingNotifier
 	}
-	_, err := r.Dev().mmio.fwc.Register(mmio.CmdSetFeature, []byte{bits})
+	_, err := r.Dev().fwc.Register(mmio.CmdSetFeature, []byte{bits})
 	return r.Sys().registerResult(err)
 }
 
@@ -30,7 +30,7 @@ func getPerformanceProfile(r *Request) Result {
 	d := r.Dev()
 	v.Profile = 0
 	if d.sys.Arch.Arch != dhal.V2 {
-		answer, err := d.mmio.fwc.Register(mmio.CmdGetData, []byte{mmio.GetDataPerfProfile})
+		answer, err := d.fwc.Register(mmio.CmdGetData, []byte{mmio.GetDataPerfProfile})
 		if res := d.sys.registerResult(err); res != 0 {
 			return res
 		}
@@ -49,7 +49,7 @@ func availablePerfProfiles(r *Request, v *ioctl.AvailablePerfProfiles) Result {
 	v.NumProfiles = 0
 	if d.sys.Arch.Arch != dhal.V2 {
 		req := []byte{mmio.GetDataAvailableProfiles, byte(v.RequestedFeature), byte(v.RequestedFeature >> 8)}
-		answer, err := d.mmio.fwc.Register(mmio.CmdGetData, req)
+		answer, err := d.fwc.Register(mmio.CmdGetData, req)
 		if res := d.sys.registerResult(err); res != 0 {
 			return res
 		}

@@ -5,12 +5,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // Power utilisation, in two halves as on the hardware. The emulated
-// firmware turns each device's activity (executions, copies, DMA) into a
+// firmware (chip/power.go) turns each device's activity into a
 // utilisation per die and publishes it in misc RAM with a sample number;
 // the driver samples those registers and rolls the samples up at every
 // wall-clock minute into the stats that stats/power/utilization shows.
@@ -28,16 +28,7 @@ const (
 	powerMinSamples = 60
 	// powerMaxBips is 100% in basis points; the driver drops larger values.
 	powerMaxBips = 10000
-	// powerInvalidSample is what the firmware publishes under the
-	// power-invalid fault: a utilisation beyond 100%.
-	powerInvalidSample = 0xffff
-	// busyBytesPerSecond is the copy and DMA rate that counts as a fully
-	// busy device in the emulated firmware's model.
-	busyBytesPerSecond = 10 << 30
 )
-
-// powerRegs are the misc-RAM registers of the dies' samples.
-var powerRegs = []uint64{mmio.RegPowerUtilDie0, mmio.RegPowerUtilDie1}
 
 // Power statuses, in the driver's order and spelling. The driver also
 // names POWER_STATUS_INVALID but never sets it: a minute without enough
@@ -65,14 +56,9 @@ func (p powerStats) String() string {
 	return fmt.Sprintf("%s,%d,%s,%s,%s\n", powerStatusNames[p.status], p.at.Unix(), pct(uint32(p.min)), pct(uint32(p.max)), pct(p.avg))
 }
 
-// powerState is one device's half of each side. busy is added to by the
-// request paths; everything else belongs to the sampling goroutine, and
-// stats is read by sysfs.
+// powerState is one device's driver half. It belongs to the sampling
+// goroutine, but stats, which sysfs reads.
 type powerState struct {
-	busy atomic.Int64 // nanoseconds of activity since the firmware's last sample
-
-	fwSample uint16 // the firmware's sample number
-
 	// The driver's samples of the current minute.
 	n          uint32
 	total      uint64
@@ -89,14 +75,6 @@ func (p *powerState) init() {
 
 func (p *powerState) resetSamples() {
 	p.n, p.total, p.min, p.max = 0, 0, powerMaxBips, 0
-}
-
-// addBusy records d nanoseconds of device activity.
-func (p *powerState) addBusy(d time.Duration) { p.busy.Add(int64(d)) }
-
-// addBytes records a copy or DMA transfer of n bytes.
-func (p *powerState) addBytes(n uint64) {
-	p.addBusy(time.Duration(n * uint64(time.Second) / busyBytesPerSecond))
 }
 
 // powerSampler runs the firmware and driver halves every powerPeriod
@@ -118,23 +96,8 @@ func (s *System) powerSampler(stop <-chan struct{}) {
 // the driver take it.
 func (s *System) powerTick(now time.Time, period time.Duration) {
 	for _, d := range s.Devices {
-		d.publishPower(period)
+		d.chip.PublishPower(period)
 		d.samplePower(now)
-	}
-}
-
-// publishPower is the firmware: utilisation is the busy share of the
-// period, the same for every die.
-func (d *Device) publishPower(period time.Duration) {
-	p := &d.power
-	busy := p.busy.Swap(0)
-	bips := uint32(min(busy*powerMaxBips/int64(period), powerMaxBips))
-	if d.sys.faults.PowerInvalid.Load() {
-		bips = powerInvalidSample
-	}
-	p.fwSample++
-	for die := 0; die < d.sys.Arch.DiesPerDevice; die++ {
-		d.mmio.fw.Set(powerRegs[die], uint32(p.fwSample)<<16|bips)
 	}
 }
 
@@ -151,7 +114,7 @@ func (d *Device) samplePower(now time.Time) {
 	var samples [2]uint16
 	fresh := true
 	for die := 0; die < d.sys.Arch.DiesPerDevice; die++ {
-		v, _ := d.mmio.fw.Read32(powerRegs[die])
+		v, _ := d.chip.Firmware().Read32(chip.PowerReg(die))
 		samples[die] = uint16(v >> 16)
 		if samples[die] == p.lastSample[die] {
 			fresh = false

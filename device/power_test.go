@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/neuronfs/neuronfs/chip"
 )
 
 // powerAttr reads stats/power/utilization of d the way sysfs shows it.
@@ -25,7 +27,7 @@ func powerAttr(t *testing.T, d *Device) string {
 func runMinute(s *System, start time.Time, busy func(i int) time.Duration) time.Time {
 	n := int(time.Minute / powerPeriod)
 	for i := 1; i <= n; i++ {
-		s.Devices[0].power.addBusy(busy(i))
+		s.Devices[0].chip.AddBusy(busy(i))
 		s.powerTick(start.Add(time.Duration(i)*powerPeriod), powerPeriod)
 	}
 	return start.Add(time.Minute)
@@ -65,7 +67,7 @@ func TestPowerUtilization(t *testing.T) {
 		t.Fatalf("mid-minute: %q", got)
 	}
 	// Copies count too; more than the period's worth is 100%.
-	s.Devices[0].power.addBytes(busyBytesPerSecond) // a second of work in one period
+	s.Devices[0].chip.AddBytes(chip.BusyBytesPerSecond) // a second of work in one period
 	end2 := runMinute(s, end, func(int) time.Duration { return 0 })
 	if got, want := powerAttr(t, d), fmt.Sprintf("POWER_STATUS_VALID,%d,0.00,100.00,", end2.Unix()); !strings.HasPrefix(got, want) {
 		t.Fatalf("copy minute: %q, want %s...", got, want)

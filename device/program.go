@@ -37,7 +37,7 @@ func program(r *Request, nc uint32, dst, buf, size, off uint64) Result {
 	if res := r.readUser(bounce, buf+off); res != 0 {
 		return res
 	}
-	to, ok := d.dma.mem.SliceWrite(dst+off, size)
+	to, ok := d.chip.Mem().SliceWrite(dst+off, size)
 	if !ok {
 		return Errno(syscall.EPERM) // the DMA failed
 	}

@@ -77,7 +77,7 @@ func (d *Device) startResetLocked(ncMap, id uint32) Result {
 			d.destroyNQsLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
 				d.releaseCoreH2TLocked(c)
-				d.resetExecLocked(c)
+				d.chip.ResetExec(c)
 			}
 			if c < d.sys.Arch.CoresPerDevice {
 				d.metrics.Add(c, "other_info/reset_req_count", 1)
@@ -178,7 +178,7 @@ func (d *Device) serveResets() bool {
 // system's time scale. It reports success.
 func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 	f := s.Arch
-	bar, misc := d.mmio.bar, f.MiscRAMBar0
+	bar, misc := d.chip.BAR0(), f.MiscRAMBar0
 	resetType, reissue := uint32(mmio.ResetTypeDevice), dhal.ResetReissueDevice
 	if ncMap != ncMapDevice {
 		resetType, reissue = mmio.ResetTypeTPB, dhal.ResetReissueTPB

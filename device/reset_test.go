@@ -200,17 +200,17 @@ func TestResetThroughFirmware(t *testing.T) {
 	res, v := call(t, ctx, f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1 << 1})
 	wantErrno(t, "NC_RESET", res, 0)
 	time.Sleep(20 * time.Millisecond)
-	if st := d.mmio.bar.Read32(misc + mmio.RegFirmwareStatus); st&mmio.StatusResetting == 0 {
+	if st := d.chip.BAR0().Read32(misc + mmio.RegFirmwareStatus); st&mmio.StatusResetting == 0 {
 		t.Errorf("firmware status %#x during a reset", st)
 	}
-	if m := d.mmio.bar.Read32(misc + mmio.RegTPBResetMap); m != 1<<1|1<<9|1<<17 {
+	if m := d.chip.BAR0().Read32(misc + mmio.RegTPBResetMap); m != 1<<1|1<<9|1<<17 {
 		t.Errorf("TPB reset map %#x for core 1", m)
 	}
 	_, ready := call(t, ctx, f, 100, ioctl.CmdNCResetReady, ioctl.DeviceReady{RequestID: v.RequestID})
 	if ready.Result != 0 {
 		t.Fatalf("reset result %d", ready.Result)
 	}
-	if st := d.mmio.bar.Read32(misc + mmio.RegFirmwareStatus); st&mmio.StatusResetting != 0 {
+	if st := d.chip.BAR0().Read32(misc + mmio.RegFirmwareStatus); st&mmio.StatusResetting != 0 {
 		t.Errorf("firmware status %#x after the reset", st)
 	}
 

@@ -31,11 +31,10 @@ func hbmScrubStart(r *Request, v *ioctl.HBMScrubStart) Result {
 	// The channel's memory goes back to the host and the pattern is
 	// recorded, then live chunks get it at once. A chunk freed meanwhile
 	// cannot be pinned and does not get memory back.
-	d.phys.punch(start, size)
-	d.pattern.scrub(ch, start, size, v.InitVal)
+	d.chip.Scrub(ch, start, size, v.InitVal)
 	for _, c := range d.pool.DeviceChunks(ch) {
 		if d.pool.Pin(c) {
-			d.pattern.fill(c.PA, c.Size)
+			d.chip.Fill(c.PA, c.Size)
 			d.unpin(c)
 		}
 	}

@@ -143,7 +143,7 @@ func (d *Device) snapshot() DeviceState {
 			total, _, _ := d.metrics.Value(nc, "other_info/"+name)
 			putNonZero(cs.Counters, name, total)
 		}
-		if a, ok := d.semArea(nc); ok {
+		if a, ok := d.chip.SemArea(nc); ok {
 			for i := range chip.Semaphores {
 				putNonZero(cs.Semaphores, fmt.Sprint(i), a.Semaphore(i))
 			}
@@ -151,10 +151,8 @@ func (d *Device) snapshot() DeviceState {
 				putNonZero(cs.Events, fmt.Sprint(i), a.Event(i))
 			}
 		}
-		if nc < len(d.mmio.coreNQ) && d.mmio.coreNQ[nc] != nil {
-			for _, q := range d.mmio.coreNQ[nc].Slots() {
-				cs.Queues = append(cs.Queues, QueueState{Slot: q.Slot, Size: q.Size, Head: q.Head, Tail: q.Tail, Enabled: q.Enabled, Records: q.Records})
-			}
+		for _, q := range d.chip.NQSlots(nc) {
+			cs.Queues = append(cs.Queues, QueueState{Slot: q.Slot, Size: q.Size, Head: q.Head, Tail: q.Tail, Enabled: q.Enabled, Records: q.Records})
 		}
 		ds.Cores = append(ds.Cores, cs)
 	}

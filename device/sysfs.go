@@ -56,7 +56,9 @@ func (s *System) ClassLinks() []Link {
 }
 
 // Name returns the device node name, neuronN.
-func (d *Device) Name() string { return fmt.Sprintf("neuron%d", d.Index) }
+func (d *Device) Name() string { return deviceName(d.Index) }
+
+func deviceName(index int) string { return fmt.Sprintf("neuron%d", index) }
 
 // Links returns the symlinks inside the device's sysfs directory.
 func (d *Device) Links() []Link {

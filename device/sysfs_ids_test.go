@@ -27,6 +27,17 @@ func attrMap(attrs []Attr) map[string]Attr {
 	return m
 }
 
+// Config-space offsets and capability ids of the PCI 3.0 and PCI Express
+// base specifications, as lspci reads them.
+const (
+	pciStatus        = 0x06
+	pciStatusCapList = 0x0010
+	pciCapPointer    = 0x34
+	pciCapIDPM       = 0x01
+	pciCapIDPCIe     = 0x10
+	pciCapIDMSIX     = 0x11
+)
+
 // TestPCICapabilityList walks each architecture's capability list the
 // way lspci does and checks what it finds against the product's link.
 func TestPCICapabilityList(t *testing.T) {

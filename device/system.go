@@ -1,6 +1,3 @@
-// Package device emulates the Neuron devices of one host: the per-device
-// driver state (attach table, open counts, device state), the ioctl
-// handlers, and the sysfs attributes, independent of how requests arrive.
 package device
 
 import (
@@ -12,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
@@ -193,7 +191,11 @@ func NewSystem(cfg Config) (*System, error) {
 	s.sweepDone = make(chan struct{})
 	go func() {
 		defer close(s.sweepDone)
-		s.semSweeper(s.stopSweep)
+		chips := make([]*chip.Chip, len(s.Devices))
+		for i, d := range s.Devices {
+			chips[i] = d.chip
+		}
+		chip.RunSweeper(s.stopSweep, s.log, s.epoch, chips, func(i int) bool { return s.Devices[i].OpenCount() > 0 })
 	}()
 	// Like probe, construction ends when every device's first reset has.
 	for _, d := range s.Devices {
@@ -238,12 +240,10 @@ func (s *System) Close() {
 	}
 	for _, d := range s.Devices {
 		close(d.reset.stop)
-		d.stopDMA()
-		d.stopPrograms()
+		d.chip.Stop()
 	}
 	for _, d := range s.Devices {
-		d.dma.mem.Close()
-		d.phys.close()
+		d.chip.Close()
 	}
 }
 

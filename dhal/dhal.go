@@ -191,6 +191,17 @@ func (f *ArchFacts) H2TEngine(core int) int { return pick(f.h2tEngine, core, -1)
 // of range). On V3/V4 two cores share one engine and take queues 0 and 1.
 func (f *ArchFacts) H2TDefaultQueue(core int) int { return pick(f.h2tQueue, core, -1) }
 
+// IsDefaultH2T reports whether queue q of engine eng is a core's default
+// h2t queue, which the driver owns.
+func (f *ArchFacts) IsDefaultH2T(eng, q int) bool {
+	for c := range f.CoresPerDevice {
+		if f.H2TEngine(c) == eng && f.H2TDefaultQueue(c) == q {
+			return true
+		}
+	}
+	return false
+}
+
 // Range is a span of addresses.
 type Range struct{ Base, Size uint64 }
 

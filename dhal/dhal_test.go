@@ -325,3 +325,30 @@ func TestPCIBARs(t *testing.T) {
 		}
 	}
 }
+
+// Every core's default h2t queue is the driver's, and only those: V3/V4
+// cores share an engine two by two, on queues 0 and 1.
+func TestIsDefaultH2T(t *testing.T) {
+	for _, a := range []Arch{V2, V3, V4} {
+		f := mustFacts(t, a)
+		defaults := 0
+		for eng := range f.DMAEnginesPerDevice {
+			for q := range 16 {
+				if f.IsDefaultH2T(eng, q) {
+					defaults++
+				}
+			}
+		}
+		if defaults != f.CoresPerDevice {
+			t.Errorf("%v: %d default h2t queues, want one per core (%d)", a, defaults, f.CoresPerDevice)
+		}
+		for c := range f.CoresPerDevice {
+			if !f.IsDefaultH2T(f.H2TEngine(c), f.H2TDefaultQueue(c)) {
+				t.Errorf("%v: core %d's own queue is not a default", a, c)
+			}
+		}
+		if f.IsDefaultH2T(f.H2TEngine(0), f.H2TDefaultQueue(0)+2) {
+			t.Errorf("%v: queue %d of the h2t engine counted as a default", a, f.H2TDefaultQueue(0)+2)
+		}
+	}
+}

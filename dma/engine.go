@@ -4,6 +4,7 @@ import (
 	"context"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
@@ -13,7 +14,7 @@ const (
 	MinRingDescs    = 32
 	MaxRingDescs    = 16777200
 	RingAlign       = 256 // ring start and end, in bytes
-	ringSizeStep    = RingAlign / DescSize
+	ringSizeStep    = RingAlign / dmadesc.Size
 )
 
 // Memory is the physical address space an engine reads and writes.
@@ -30,17 +31,6 @@ type Memory interface {
 	// cannot hold it (the daemon's memory limit).
 	Write(pa uint64, src []byte) bool
 }
-
-// State is an engine direction's state as DMA_ENG_GET_STATE reports it
-// (the driver's enum udma_state).
-type State uint32
-
-const (
-	StateDisable State = 0
-	StateIdle    State = 1
-	StateNormal  State = 2
-	StateAbort   State = 3
-)
 
 // QueueStatus is the driver's software status of a queue.
 type QueueStatus uint32
@@ -75,11 +65,11 @@ type RingSpec struct {
 // ring is one side of a queue as the hardware tracks it.
 type ring struct {
 	RingSpec
-	head    uint32 // next descriptor to execute
-	pending uint32 // descriptors made available and not yet executed
-	ringID  uint8  // ring id the descriptor at head must carry
-	off     uint64 // bytes of the descriptor at head already moved
-	cur     Desc   // the descriptor at head, once fetched
+	head    uint32       // next descriptor to execute
+	pending uint32       // descriptors made available and not yet executed
+	ringID  uint8        // ring id the descriptor at head must carry
+	off     uint64       // bytes of the descriptor at head already moved
+	cur     dmadesc.Desc // the descriptor at head, once fetched
 	fetched bool
 	done    uint64 // descriptors completed since the queue was reset
 	acked   uint32 // the driver's software completion index (DMA_ACK_COMPLETED)
@@ -141,14 +131,14 @@ type Engine struct {
 	opts Options
 
 	mu     lockrank.Mutex[lockrank.Engine]
-	states [2]State // programmed state per direction
+	states [2]dmadesc.State // programmed state per direction
 	q      [QueuesPerEngine]Queue
 }
 
 // NewEngine returns an engine in the state reset leaves it: normal, every
 // queue disabled and empty.
 func NewEngine(id int, mem Memory, opts Options) *Engine {
-	e := &Engine{ID: id, mem: mem, opts: opts, states: [2]State{StateNormal, StateNormal}}
+	e := &Engine{ID: id, mem: mem, opts: opts, states: [2]dmadesc.State{dmadesc.StateNormal, dmadesc.StateNormal}}
 	for i := range e.q {
 		e.q[i].status = QueueDisabled
 	}
@@ -172,7 +162,7 @@ func validateSide(r RingSpec) syscall.Errno {
 	if r.Size < MinRingDescs || r.Size > MaxRingDescs {
 		return syscall.EINVAL
 	}
-	if (r.Base+uint64(r.Size)*DescSize)%RingAlign != 0 {
+	if (r.Base+uint64(r.Size)*dmadesc.Size)%RingAlign != 0 {
 		return syscall.EINVAL
 	}
 	return 0
@@ -195,11 +185,11 @@ func (e *Engine) InitQueue(qid int, tx, rx RingSpec) syscall.Errno {
 		return errno
 	}
 	q.gen++
-	q.tx = ring{RingSpec: tx, ringID: InitialRingID}
+	q.tx = ring{RingSpec: tx, ringID: dmadesc.InitialRingID}
 	if errno := validateSide(rx); errno != 0 {
 		return errno
 	}
-	q.rx = ring{RingSpec: rx, ringID: InitialRingID}
+	q.rx = ring{RingSpec: rx, ringID: dmadesc.InitialRingID}
 	q.status = QueueEnabled
 	q.hwStatus = 0
 	return 0
@@ -225,14 +215,14 @@ func (e *Engine) Doorbell(qid int, txCount, rxCount uint32) syscall.Errno {
 
 // SetState writes an engine state to both directions. Only disable,
 // normal and abort are accepted; the driver's ioctl returns 0 regardless.
-func (e *Engine) SetState(s State) bool {
-	if s != StateDisable && s != StateNormal && s != StateAbort {
+func (e *Engine) SetState(s dmadesc.State) bool {
+	if s != dmadesc.StateDisable && s != dmadesc.StateNormal && s != dmadesc.StateAbort {
 		return false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.states = [2]State{s, s}
-	if s == StateNormal {
+	e.states = [2]dmadesc.State{s, s}
+	if s == dmadesc.StateNormal {
 		for i := range e.q {
 			e.kickLocked(i)
 		}
@@ -243,7 +233,7 @@ func (e *Engine) SetState(s State) bool {
 // EngineState is DMA_ENG_GET_STATE's answer.
 type EngineState struct {
 	RevisionID, MaxQueues, NumQueues uint32
-	TX, RX                           State
+	TX, RX                           dmadesc.State
 }
 
 // revisionID is the UDMA revision the emulated engines report.
@@ -255,9 +245,9 @@ func (e *Engine) State() EngineState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := EngineState{RevisionID: revisionID, MaxQueues: QueuesPerEngine, NumQueues: QueuesPerEngine}
-	read := func(s State) State {
-		if s == StateDisable {
-			return StateIdle
+	read := func(s dmadesc.State) dmadesc.State {
+		if s == dmadesc.StateDisable {
+			return dmadesc.StateIdle
 		}
 		return s
 	}
@@ -384,11 +374,11 @@ func (e *Engine) scanLocked(r *ring) uint32 {
 	}
 	n := uint32(0)
 	for n < r.Size-r.pending {
-		b, ok := e.mem.Slice(r.Base+uint64(idx)*DescSize, DescSize)
+		b, ok := e.mem.Slice(r.Base+uint64(idx)*dmadesc.Size, dmadesc.Size)
 		if !ok {
 			break
 		}
-		d := Decode(b)
+		d := dmadesc.Decode(b)
 		if d.LenCtrl == 0 || d.RingID() != id {
 			break
 		}

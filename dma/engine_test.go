@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 
@@ -33,10 +34,10 @@ func putPairs(m *memtest.Flat, txRing, rxRing uint64, size uint32, first uint32,
 	for i, p := range pairs {
 		idx := (first + uint32(i)) % size
 		lap := (first + uint32(i)) / size
-		tx, rx := CopyPair(p[0], p[1], uint32(p[2]), uint8(InitialRingID+lap))
-		b, _ := m.Slice(txRing+uint64(idx)*DescSize, DescSize)
+		tx, rx := dmadesc.CopyPair(p[0], p[1], uint32(p[2]), uint8(dmadesc.InitialRingID+lap))
+		b, _ := m.Slice(txRing+uint64(idx)*dmadesc.Size, dmadesc.Size)
 		tx.Put(b)
-		b, _ = m.Slice(rxRing+uint64(idx)*DescSize, DescSize)
+		b, _ = m.Slice(rxRing+uint64(idx)*dmadesc.Size, dmadesc.Size)
 		rx.Put(b)
 	}
 }
@@ -139,7 +140,7 @@ func TestBadAddressAborts(t *testing.T) {
 	if !bytes.Equal(before, m.B) {
 		t.Error("a failed transfer changed memory")
 	}
-	if st := e.State(); st.RX != StateAbort || st.TX != StateNormal {
+	if st := e.State(); st.RX != dmadesc.StateAbort || st.TX != dmadesc.StateNormal {
 		t.Errorf("engine state after a write error: %+v", st)
 	}
 	if st := e.QueueState(4, RX); st.SWStatus != uint32(QueueAborted) || st.HWStatus&StatusWriteError == 0 || st.Head != 0 {
@@ -154,7 +155,7 @@ func TestBadAddressAborts(t *testing.T) {
 		t.Error("no error callback")
 	}
 	// Normal state and a fresh init bring the queue back.
-	e.SetState(StateNormal)
+	e.SetState(dmadesc.StateNormal)
 	putPairs(m, txRing, rxRing, 32, 0, [][3]uint64{{memBase + 0x8000, memBase + 0x9000, 0x10}})
 	e.InitQueue(4, RingSpec{txRing, 32}, RingSpec{rxRing, 32})
 	e.Doorbell(4, 1, 1)
@@ -173,15 +174,15 @@ func TestPacketSpansDescriptors(t *testing.T) {
 	// One packet of two TX descriptors (100 + 200 bytes) into RX
 	// descriptors of 250 and 250 bytes: the second RX gets 50 and ends
 	// with the packet.
-	w := func(ringBase uint64, idx int, d Desc) {
-		b, _ := m.Slice(ringBase+uint64(idx)*DescSize, DescSize)
+	w := func(ringBase uint64, idx int, d dmadesc.Desc) {
+		b, _ := m.Slice(ringBase+uint64(idx)*dmadesc.Size, dmadesc.Size)
 		d.Put(b)
 	}
-	id := uint32(InitialRingID) << RingIDShift
-	w(txRing, 0, Desc{LenCtrl: 100 | id | FlagFirst, Addr: memBase + 0x8000})
-	w(txRing, 1, Desc{LenCtrl: 200 | id | FlagLast, Addr: memBase + 0x8000 + 100})
-	w(rxRing, 0, Desc{LenCtrl: 250 | id, Addr: memBase + 0x9000})
-	w(rxRing, 1, Desc{LenCtrl: 250 | id, Addr: memBase + 0xa000})
+	id := uint32(dmadesc.InitialRingID) << dmadesc.RingIDShift
+	w(txRing, 0, dmadesc.Desc{LenCtrl: 100 | id | dmadesc.FlagFirst, Addr: memBase + 0x8000})
+	w(txRing, 1, dmadesc.Desc{LenCtrl: 200 | id | dmadesc.FlagLast, Addr: memBase + 0x8000 + 100})
+	w(rxRing, 0, dmadesc.Desc{LenCtrl: 250 | id, Addr: memBase + 0x9000})
+	w(rxRing, 1, dmadesc.Desc{LenCtrl: 250 | id, Addr: memBase + 0xa000})
 	e.InitQueue(0, RingSpec{txRing, 32}, RingSpec{rxRing, 32})
 	e.Doorbell(0, 2, 2)
 	waitIdle(t, e, 0)

@@ -1,5 +1,7 @@
 package dma
 
+import "github.com/neuronfs/neuronfs/dma/dmadesc"
+
 // The engine worker. It streams each TX packet (descriptors up to one
 // marked LAST) into the RX descriptors in order: an RX descriptor
 // completes when it is full or when the packet ends. A doorbell runs the
@@ -83,22 +85,22 @@ func (e *Engine) run(qid int) {
 }
 
 func (e *Engine) runnableLocked(q *Queue, tx, rx *ring) bool {
-	return q.status == QueueEnabled && e.states[TX] == StateNormal && e.states[RX] == StateNormal &&
+	return q.status == QueueEnabled && e.states[TX] == dmadesc.StateNormal && e.states[RX] == dmadesc.StateNormal &&
 		tx.pending > 0 && rx.pending > 0
 }
 
 // fetch returns the descriptor at r's head. It is read from the ring once
 // and kept until it completes, as the prefetcher does, so a transfer that
 // overwrites its own ring cannot change a descriptor under way.
-func (e *Engine) fetch(r *ring) (Desc, bool) {
+func (e *Engine) fetch(r *ring) (dmadesc.Desc, bool) {
 	if r.fetched {
 		return r.cur, true
 	}
-	b, ok := e.mem.Slice(r.Base+uint64(r.head)*DescSize, DescSize)
+	b, ok := e.mem.Slice(r.Base+uint64(r.head)*dmadesc.Size, dmadesc.Size)
 	if !ok {
-		return Desc{}, false
+		return dmadesc.Desc{}, false
 	}
-	r.cur, r.fetched = Decode(b), true
+	r.cur, r.fetched = dmadesc.Decode(b), true
 	return r.cur, true
 }
 
@@ -262,9 +264,9 @@ func (e *Engine) abortLocked(qid int, status uint32) {
 	q.status = QueueAborted
 	q.hwStatus |= status
 	if status&StatusWriteError != 0 {
-		e.states[RX] = StateAbort
+		e.states[RX] = dmadesc.StateAbort
 	} else {
-		e.states[TX] = StateAbort
+		e.states[TX] = dmadesc.StateAbort
 	}
 	if e.opts.OnError != nil {
 		eng, fn := e.ID, e.opts.OnError

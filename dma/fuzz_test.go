@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 
@@ -12,18 +13,18 @@ import (
 // must go idle, keep its pointers inside the rings, and write only where
 // some RX descriptor of the rings points.
 func FuzzExecute(f *testing.F) {
-	seed := make([]byte, 2*32*DescSize)
-	tx, rx := CopyPair(memBase+0x4000, memBase+0x5000, 0x100, InitialRingID)
+	seed := make([]byte, 2*32*dmadesc.Size)
+	tx, rx := dmadesc.CopyPair(memBase+0x4000, memBase+0x5000, 0x100, dmadesc.InitialRingID)
 	tx.Put(seed)
-	rx.Put(seed[32*DescSize:])
+	rx.Put(seed[32*dmadesc.Size:])
 	f.Add(seed, uint8(1), uint8(1), false)
 	f.Add(seed, uint8(32), uint8(5), true)
 	f.Fuzz(func(t *testing.T, rings []byte, txCount, rxCount uint8, masked bool) {
 		const size = 32
-		const txRing, rxRing = memBase, memBase + size*DescSize
+		const txRing, rxRing = memBase, memBase + size*dmadesc.Size
 		m := memtest.New(memBase, 0x10000)
-		copy(m.B[:2*size*DescSize], rings)
-		for i := 2 * size * DescSize; i < len(m.B); i++ {
+		copy(m.B[:2*size*dmadesc.Size], rings)
+		for i := 2 * size * dmadesc.Size; i < len(m.B); i++ {
 			m.B[i] = byte(i)
 		}
 		before := append([]byte(nil), m.B...)
@@ -45,7 +46,7 @@ func FuzzExecute(f *testing.F) {
 		// Every changed byte must lie in some RX descriptor's buffer.
 		var targets [][2]uint64
 		for i := range size {
-			d := Decode(before[(size+i)*DescSize:])
+			d := dmadesc.Decode(before[(size+i)*dmadesc.Size:])
 			targets = append(targets, [2]uint64{d.Addr, d.Addr + d.Len()})
 		}
 		for i := range m.B {

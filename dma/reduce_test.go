@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 )
 
 // Descriptors whose meta_ctrl names a reduction combine the source into
@@ -42,28 +44,28 @@ func TestReductionDescriptors(t *testing.T) {
 		dst, src, out []byte
 		skew          int // misaligns the buffers (the element-wise path)
 	}{
-		{"fp32 add", ReduceMeta(CCEAdd, DtypeFP32), f32(1.5, -2, 1e30), f32(2.25, 0.5, 1e30), f32(3.75, -1.5, 2e30), 0},
-		{"fp32 max", ReduceMeta(CCEMax, DtypeFP32), f32(1, -2), f32(0, -1), f32(1, -1), 0},
-		{"fp32 add unaligned", ReduceMeta(CCEAdd, DtypeFP32), f32(1.5, -2), f32(2.25, 0.5), f32(3.75, -1.5), 1},
-		{"fp32 min", ReduceMeta(CCEMin, DtypeFP32), f32(1, -2), f32(0, -1), f32(0, -2), 0},
+		{"fp32 add", dmadesc.ReduceMeta(dmadesc.CCEAdd, dmadesc.DtypeFP32), f32(1.5, -2, 1e30), f32(2.25, 0.5, 1e30), f32(3.75, -1.5, 2e30), 0},
+		{"fp32 max", dmadesc.ReduceMeta(dmadesc.CCEMax, dmadesc.DtypeFP32), f32(1, -2), f32(0, -1), f32(1, -1), 0},
+		{"fp32 add unaligned", dmadesc.ReduceMeta(dmadesc.CCEAdd, dmadesc.DtypeFP32), f32(1.5, -2), f32(2.25, 0.5), f32(3.75, -1.5), 1},
+		{"fp32 min", dmadesc.ReduceMeta(dmadesc.CCEMin, dmadesc.DtypeFP32), f32(1, -2), f32(0, -1), f32(0, -2), 0},
 		// bf16 1.0 = 0x3f80, 2.0 = 0x4000, 3.0 = 0x4040; 256 + 1 rounds to even (256).
-		{"bf16 add", ReduceMeta(CCEAdd, DtypeBF16), u16(0x3f80, 0x4380), u16(0x4000, 0x3f80), u16(0x4040, 0x4380), 0},
+		{"bf16 add", dmadesc.ReduceMeta(dmadesc.CCEAdd, dmadesc.DtypeBF16), u16(0x3f80, 0x4380), u16(0x4000, 0x3f80), u16(0x4040, 0x4380), 0},
 		// fp16 1.0 = 0x3c00, 0.5 = 0x3800, 1.5 = 0x3e00; 65504 + 65504 overflows to Inf.
-		{"fp16 add", ReduceMeta(CCEAdd, DtypeFP16), u16(0x3c00, 0x7bff), u16(0x3800, 0x7bff), u16(0x3e00, 0x7c00), 0},
-		{"int32 add wraps", ReduceMeta(CCEAdd, DtypeInt32), i32(-5, math.MaxInt32), i32(7, 1), i32(2, math.MinInt32), 0},
-		{"int32 min", ReduceMeta(CCEMin, DtypeInt32), i32(-5, 3), i32(7, 1), i32(-5, 1), 0},
+		{"fp16 add", dmadesc.ReduceMeta(dmadesc.CCEAdd, dmadesc.DtypeFP16), u16(0x3c00, 0x7bff), u16(0x3800, 0x7bff), u16(0x3e00, 0x7c00), 0},
+		{"int32 add wraps", dmadesc.ReduceMeta(dmadesc.CCEAdd, dmadesc.DtypeInt32), i32(-5, math.MaxInt32), i32(7, 1), i32(2, math.MinInt32), 0},
+		{"int32 min", dmadesc.ReduceMeta(dmadesc.CCEMin, dmadesc.DtypeInt32), i32(-5, 3), i32(7, 1), i32(-5, 1), 0},
 		{"fma copies", 0x2100000 | 3, f32(1, 2), f32(5, 6), f32(5, 6), 0},
-		{"default copies", MetaDefault, f32(1, 2), f32(5, 6), f32(5, 6), 0},
+		{"default copies", dmadesc.MetaDefault, f32(1, 2), f32(5, 6), f32(5, 6), 0},
 	}
 	for i, c := range cases {
 		src, dst := uint64(memBase+0x10000+i*0x100+c.skew), uint64(memBase+0x20000+i*0x100+c.skew)
 		copy(m.B[src-memBase:], c.src)
 		copy(m.B[dst-memBase:], c.dst)
-		tx, rx := CopyPair(src, dst, uint32(len(c.src)), InitialRingID)
+		tx, rx := dmadesc.CopyPair(src, dst, uint32(len(c.src)), dmadesc.InitialRingID)
 		tx.Meta = c.meta
-		b, _ := m.Slice(txRing+uint64(i)*DescSize, DescSize)
+		b, _ := m.Slice(txRing+uint64(i)*dmadesc.Size, dmadesc.Size)
 		tx.Put(b)
-		b, _ = m.Slice(rxRing+uint64(i)*DescSize, DescSize)
+		b, _ = m.Slice(rxRing+uint64(i)*dmadesc.Size, dmadesc.Size)
 		rx.Put(b)
 	}
 	if errno := e.Doorbell(1, uint32(len(cases)), uint32(len(cases))); errno != 0 {

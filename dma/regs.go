@@ -1,5 +1,7 @@
 package dma
 
+import "github.com/neuronfs/neuronfs/dma/dmadesc"
+
 // The engine's register block as BAR0 shows it (offsets relative to the
 // block; the layout is the same on every architecture). Reads report the
 // live queue state; a write to the change-state register moves the
@@ -89,11 +91,11 @@ func (e *Engine) WriteRegister(off uint64, v uint32) bool {
 	}
 	switch {
 	case v&changeAbort != 0:
-		e.SetState(StateAbort)
+		e.SetState(dmadesc.StateAbort)
 	case v&changeDisable != 0:
-		e.SetState(StateDisable)
+		e.SetState(dmadesc.StateDisable)
 	case v&changeNormal != 0:
-		e.SetState(StateNormal)
+		e.SetState(dmadesc.StateNormal)
 	}
 	return true
 }

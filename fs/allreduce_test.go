@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -145,9 +145,9 @@ func (r *ringRank) send(c int, chunk uint64, meta uint32) error {
 	}
 	src := r.buf.PA + uint64(c)*chunk
 	var copies []runtime.Copy
-	for off := uint64(0); off < chunk; off += dma.MaxDescLen {
-		n := min(chunk-off, dma.MaxDescLen)
-		copies = append(copies, runtime.Copy{Src: src + off, Dst: dst + off, Len: uint32(n & dma.LenMask), Meta: meta})
+	for off := uint64(0); off < chunk; off += dmadesc.MaxDescLen {
+		n := min(chunk-off, dmadesc.MaxDescLen)
+		copies = append(copies, runtime.Copy{Src: src + off, Dst: dst + off, Len: uint32(n & dmadesc.LenMask), Meta: meta})
 	}
 	copies = append(copies, runtime.Copy{Src: r.one.PA, Dst: r.nextSem, Len: 4})
 	for len(copies) > 0 { // a submit holds at most half the ring
@@ -168,7 +168,7 @@ func (r *ringRank) send(c int, chunk uint64, meta uint32) error {
 func ringAllReduce(ctx context.Context, ranks []*ringRank, size uint64) error {
 	p := len(ranks)
 	chunk := size / uint64(p)
-	add := dma.ReduceMeta(dma.CCEAdd, dma.DtypeFP32)
+	add := dmadesc.ReduceMeta(dmadesc.CCEAdd, dmadesc.DtypeFP32)
 	for s := range 2 * (p - 1) {
 		for i, r := range ranks {
 			c, meta := (i-s+2*p)%p, add

@@ -149,7 +149,7 @@ func TestBARAndFirmware(t *testing.T) {
 	pm := ioctl.PostMetric{Data: uint64(testutil.AddrOf(blob)), DataSize: uint32(len(blob))}
 	r, e = testutil.Ioctl(fd, ioctl.CmdPostMetric, &pm)
 	expectErrno(t, "POST_METRIC", r, e, 0, 0)
-	if st := sys.Devices[1].FirmwareState(); !bytes.Equal(st.LastPost, blob) || st.Posts != 1 {
+	if st := sys.Devices[1].Chip().FirmwareState(); !bytes.Equal(st.LastPost, blob) || st.Posts != 1 {
 		t.Errorf("firmware state after a post: %+v", st)
 	}
 	words := bar.read(misc+mmio.RegData, misc+mmio.RegData+4)
@@ -181,7 +181,7 @@ func TestBARAndFirmware(t *testing.T) {
 		expectErrno(t, fmt.Sprintf("POWER_PROFILE %+v", v), r, e, 0, want)
 	}
 	pp(ioctl.PowerProfile{Sz: 8, Profile: 2}, 0)
-	if st := sys.Devices[1].FirmwareState(); st.PowerProfile != 2 {
+	if st := sys.Devices[1].Chip().FirmwareState(); st.PowerProfile != 2 {
 		t.Errorf("power profile %d, want 2", st.PowerProfile)
 	}
 	pp(ioctl.PowerProfile{Sz: 4, Profile: 2}, unix.ENXIO)

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -128,9 +128,9 @@ func BenchmarkDoorbell(b *testing.B) {
 		for i := 0; i < descs; i += 2 {
 			c := []runtime.Copy{{Src: src.PA, Dst: dst.PA, Len: 4096}, marker.Copy()}
 			for k, cp := range c {
-				tx, rx := dma.CopyPair(cp.Src, cp.Dst, cp.Len, dma.InitialRingID)
-				tx.Put(txv[(i+k)*dma.DescSize:])
-				rx.Put(rxv[(i+k)*dma.DescSize:])
+				tx, rx := dmadesc.CopyPair(cp.Src, cp.Dst, cp.Len, dmadesc.InitialRingID)
+				tx.Put(txv[(i+k)*dmadesc.Size:])
+				rx.Put(rxv[(i+k)*dmadesc.Size:])
 			}
 		}
 		ctx := context.Background()

@@ -109,7 +109,7 @@ func (f *devFile) PassthroughFd() (int, bool) {
 	if f.fsys.noPassthrough {
 		return -1, false
 	}
-	return f.f.Dev.PhysFd(), true
+	return f.f.Dev.Chip().PhysFd(), true
 }
 
 func (f *devFile) Flush(ctx context.Context) syscall.Errno {

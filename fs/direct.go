@@ -95,7 +95,7 @@ func (f *FS) NewDirect() (*Direct, error) {
 	}
 	x.inotify = os.NewFile(uintptr(in), "inotify")
 	for _, d := range f.sys.Devices {
-		path := fmt.Sprintf("/proc/self/fd/%d", d.PhysFd())
+		path := fmt.Sprintf("/proc/self/fd/%d", d.Chip().PhysFd())
 		probe, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
 			x.Close()

@@ -69,7 +69,7 @@ func TestDirectIoctlAndMmap(t *testing.T) {
 		t.Error("DEVICE_BASIC_INFO at NULL succeeded")
 	}
 	pa := d.Sys.Arch.HostBase + 1<<32 - 4096 // the page the self-test uses
-	daemon, err := d.Sys.Devices[0].PhysView(pa, 4096)
+	daemon, err := d.Sys.Devices[0].Chip().PhysView(pa, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}

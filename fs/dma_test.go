@@ -11,6 +11,7 @@ import (
 
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
@@ -38,9 +39,9 @@ func mustMap(t *testing.T, m *runtime.Mem) []byte {
 // pieces splits a size-byte copy into 64 KiB descriptors.
 func pieces(src, dst, size uint64) []runtime.Copy {
 	var out []runtime.Copy
-	for off := uint64(0); off < size; off += dma.MaxDescLen {
-		n := min(size-off, dma.MaxDescLen)
-		out = append(out, runtime.Copy{Src: src + off, Dst: dst + off, Len: uint32(n & dma.LenMask)})
+	for off := uint64(0); off < size; off += dmadesc.MaxDescLen {
+		n := min(size-off, dmadesc.MaxDescLen)
+		out = append(out, runtime.Copy{Src: src + off, Dst: dst + off, Len: uint32(n & dmadesc.LenMask)})
 	}
 	return out
 }
@@ -89,8 +90,8 @@ func TestDMAHostToHBMAndBack(t *testing.T) {
 			tx, rx := up.Descriptors(copies)
 			txView, rxView := mustMap(t, up.TX), mustMap(t, up.RX)
 			for i := range tx {
-				tx[i].Put(txView[i*dma.DescSize:])
-				rx[i].Put(rxView[i*dma.DescSize:])
+				tx[i].Put(txView[i*dmadesc.Size:])
+				rx[i].Put(rxView[i*dmadesc.Size:])
 			}
 			if err := up.Start(uint32(len(copies))); err != nil {
 				t.Fatal(err)
@@ -118,11 +119,11 @@ func TestDMAHostToHBMAndBack(t *testing.T) {
 				t.Errorf("queue state after the copy: TX %+v RX %+v", txs, rxs)
 			}
 			// Read the descriptors back.
-			back := make([]byte, 2*dma.DescSize)
+			back := make([]byte, 2*dmadesc.Size)
 			v := ioctl.DMADescriptorCopyout{EngID: 5, QID: 0, Type: 1, Count: 2, Buffer: uint64(testutil.AddrOf(back))}
 			r, e := testutil.Ioctl(dev.Fd(), ioctl.CmdDMADescriptorCopyout, &v)
 			expectErrno(t, "DESCRIPTOR_COPYOUT", r, e, 0, 0)
-			if d := dma.Decode(back[dma.DescSize:]); d.Addr != dst.PA+dma.MaxDescLen || d.Len() != dma.MaxDescLen {
+			if d := dmadesc.Decode(back[dmadesc.Size:]); d.Addr != dst.PA+dmadesc.MaxDescLen || d.Len() != dmadesc.MaxDescLen {
 				t.Errorf("RX descriptor 1 reads back %+v", d)
 			}
 		})
@@ -246,7 +247,7 @@ func TestDMABadDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.RXState != uint32(dma.StateAbort) || st.MaxQueues != 16 {
+	if st.RXState != uint32(dmadesc.StateAbort) || st.MaxQueues != 16 {
 		t.Errorf("engine 9 after a write error: %+v", st)
 	}
 	if !bytes.Equal(before, view) {
@@ -265,10 +266,10 @@ func TestDMABadDescriptors(t *testing.T) {
 		t.Errorf("hw_dma_abort_error = %d", got)
 	}
 	// The engine comes back once set normal and the queue re-initialised.
-	if err := dev.SetEngineState(9, dma.StateNormal); err != nil {
+	if err := dev.SetEngineState(9, dmadesc.StateNormal); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := dev.EngineState(9); st.RXState != uint32(dma.StateNormal) {
+	if st, _ := dev.EngineState(9); st.RXState != uint32(dmadesc.StateNormal) {
 		t.Errorf("engine 9 after set normal: %+v", st)
 	}
 }
@@ -320,7 +321,7 @@ func TestDMAResetReinitialisesQueues(t *testing.T) {
 	if err := q.Submit(pieces(src.PA, dst.PA, size)); err != nil {
 		t.Fatal(err)
 	}
-	if err := dev.SetEngineState(18, dma.StateAbort); err != nil {
+	if err := dev.SetEngineState(18, dmadesc.StateAbort); err != nil {
 		t.Fatal(err)
 	}
 	if err := dev.Reset(1 << 1); err != nil {
@@ -333,7 +334,7 @@ func TestDMAResetReinitialisesQueues(t *testing.T) {
 	if tx.SWStatus != uint32(dma.QueueDisabled) || rx.Length != 0 || tx.HeadPointer != 0 {
 		t.Errorf("queue after its core's reset: TX %+v RX %+v", tx, rx)
 	}
-	if st, _ := dev.EngineState(18); st.TXState != uint32(dma.StateNormal) {
+	if st, _ := dev.EngineState(18); st.TXState != uint32(dmadesc.StateNormal) {
 		t.Errorf("engine 18 after its core's reset: %+v", st)
 	}
 	if err := q.Start(1); !isErrno(err, unix.EPERM) {

@@ -37,7 +37,7 @@ func physFiles(sys *device.System) map[fileID]int {
 	ids := map[fileID]int{}
 	for _, d := range sys.Devices {
 		var st unix.Stat_t
-		if unix.Fstat(d.PhysFd(), &st) == nil {
+		if unix.Fstat(d.Chip().PhysFd(), &st) == nil {
 			ids[fileID{st.Dev, st.Ino}] = d.Index
 		}
 	}

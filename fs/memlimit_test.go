@@ -24,7 +24,7 @@ func held(t *testing.T, sys *device.System) uint64 {
 	t.Helper()
 	var n uint64
 	for _, d := range sys.Devices {
-		r, err := d.PhysicalResident()
+		r, err := d.Chip().PhysicalResident()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestFileBacking(t *testing.T) {
 	// The daemon's own mappings of the file were dropped past the limit:
 	// its window over the chunk maps at most a limit and a trim step of
 	// it (other tests of this binary may share the resident set).
-	win, err := d.Sys.Devices[0].PhysView(m.PA, 1)
+	win, err := d.Sys.Devices[0].Chip().PhysView(m.PA, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestHBMScrubPattern(t *testing.T) {
 	live.Fill(0, 1<<20, 0x11)
 	other := mustMem(t, d, 64<<10, runtime.AllocOptions{Channel: 1})
 	other.Fill(0, 64<<10, 0x22)
-	before, err := sys.Devices[0].PhysicalResident()
+	before, err := sys.Devices[0].Chip().PhysicalResident()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestHBMScrubPattern(t *testing.T) {
 		t.Fatalf("DMA from unallocated scrubbed HBM read % x", hostView[:16])
 	}
 
-	after, err := sys.Devices[0].PhysicalResident()
+	after, err := sys.Devices[0].Chip().PhysicalResident()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (f *FS) checkMmapCoherence(dir string) error {
 	}
 	d := f.sys.Devices[0]
 	pa := f.sys.Arch.HostBase + (1 << 32) - 4096
-	daemon, err := d.PhysView(pa, 4096)
+	daemon, err := d.Chip().PhysView(pa, 4096)
 	if err != nil {
 		return err
 	}

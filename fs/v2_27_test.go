@@ -55,7 +55,7 @@ func TestPerfProfiles2_27(t *testing.T) {
 		v := ioctl.ThrottlingNotifications{Enable: enable}
 		r, e := testutil.Ioctl(fd, ioctl.CmdThrottlingNotifications, &v)
 		expectErrno(t, "THROTTLING_NOTIFICATIONS", r, e, 0, 0)
-		if got := sys.Devices[0].FirmwareState().Features; uint32(got) != enable {
+		if got := sys.Devices[0].Chip().FirmwareState().Features; uint32(got) != enable {
 			t.Errorf("firmware features %#x after enable=%d", got, enable)
 		}
 	}

@@ -111,7 +111,7 @@ func TestTypedCommands(t *testing.T) {
 	if err := d.PostMetric([]byte("blob")); err != nil {
 		t.Error(err)
 	}
-	if string(sys.Devices[0].FirmwareState().LastPost) != "blob" {
+	if string(sys.Devices[0].Chip().FirmwareState().LastPost) != "blob" {
 		t.Error("the metric did not reach the firmware")
 	}
 	vals, err := d.ReadHWCounters([]uint64{sys.Arch.MiscRAMDevice + mmio.RegAPIVersion})

@@ -9,14 +9,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // Copy is one transfer a queue performs: Len bytes (1..64 KiB) from the
 // physical address Src to Dst. Host memory is addressed by its Mem.PA.
 // Meta, if set, replaces the TX descriptor's default meta_ctrl word: a
-// dma.ReduceMeta word combines the source into the destination.
+// dmadesc.ReduceMeta word combines the source into the destination.
 type Copy struct {
 	Src, Dst uint64
 	Len      uint32
@@ -38,11 +38,11 @@ type Queue struct {
 // at least 32) where o says and programs queue qid of engine eng with them
 // (DMA_QUEUE_INIT).
 func (d *Device) InitQueue(eng, qid, descs uint32, o AllocOptions) (*Queue, error) {
-	tx, err := d.Alloc(uint64(descs)*dma.DescSize, o)
+	tx, err := d.Alloc(uint64(descs)*dmadesc.Size, o)
 	if err != nil {
 		return nil, err
 	}
-	rx, err := d.Alloc(uint64(descs)*dma.DescSize, o)
+	rx, err := d.Alloc(uint64(descs)*dmadesc.Size, o)
 	if err != nil {
 		tx.Free()
 		return nil, err
@@ -53,16 +53,16 @@ func (d *Device) InitQueue(eng, qid, descs uint32, o AllocOptions) (*Queue, erro
 		rx.Free()
 		return nil, err
 	}
-	return &Queue{dev: d, Eng: eng, QID: qid, TX: tx, RX: rx, size: descs, ringID: dma.InitialRingID}, nil
+	return &Queue{dev: d, Eng: eng, QID: qid, TX: tx, RX: rx, size: descs, ringID: dmadesc.InitialRingID}, nil
 }
 
 // Descriptors builds the descriptor pairs for copies starting at the
 // queue's next free slot, with the ring id each slot carries, without
 // consuming the slots.
-func (q *Queue) Descriptors(copies []Copy) (tx, rx []dma.Desc) {
+func (q *Queue) Descriptors(copies []Copy) (tx, rx []dmadesc.Desc) {
 	slot, id := q.next, q.ringID
 	for _, c := range copies {
-		t, r := dma.CopyPair(c.Src, c.Dst, c.Len, id)
+		t, r := dmadesc.CopyPair(c.Src, c.Dst, c.Len, id)
 		if c.Meta != 0 {
 			t.Meta = c.Meta
 		}
@@ -95,14 +95,14 @@ func (q *Queue) advance(n uint32) {
 	}
 }
 
-func (q *Queue) write(ring *Mem, descs []dma.Desc, queueType uint32) error {
-	buf := make([]byte, len(descs)*dma.DescSize)
+func (q *Queue) write(ring *Mem, descs []dmadesc.Desc, queueType uint32) error {
+	buf := make([]byte, len(descs)*dmadesc.Size)
 	for i, d := range descs {
-		d.Put(buf[i*dma.DescSize:])
+		d.Put(buf[i*dmadesc.Size:])
 	}
 	addr, unpin := pin(buf)
 	defer unpin()
-	v := ioctl.DMACopyDescriptors64{MemHandle: ring.Handle, Buffer: addr, NumDescs: uint32(len(descs)), Offset: uint64(q.next) * dma.DescSize, QueueType: queueType}
+	v := ioctl.DMACopyDescriptors64{MemHandle: ring.Handle, Buffer: addr, NumDescs: uint32(len(descs)), Offset: uint64(q.next) * dmadesc.Size, QueueType: queueType}
 	return do(q.dev.fd, "DMA_COPY_DESCRIPTORS64", ioctl.CmdDMACopyDescriptors64, &v)
 }
 
@@ -139,9 +139,9 @@ func (d *Device) EngineState(eng uint32) (ioctl.DMAEngState, error) {
 	return out[0], err
 }
 
-// SetEngineState is DMA_ENG_SET_STATE (dma.StateNormal, StateDisable,
+// SetEngineState is DMA_ENG_SET_STATE (dmadesc.StateNormal, StateDisable,
 // StateAbort).
-func (d *Device) SetEngineState(eng uint32, s dma.State) error {
+func (d *Device) SetEngineState(eng uint32, s dmadesc.State) error {
 	v := ioctl.DMAEngSetState{EngID: eng, State: uint32(s)}
 	return do(d.fd, "DMA_ENG_SET_STATE", ioctl.CmdDMAEngSetState, &v)
 }
@@ -200,7 +200,7 @@ func (m *Marker) Close() error {
 // WriteDescriptors writes descriptor pairs at the queue's next free slots
 // (DMA_COPY_DESCRIPTORS64, split where the ring wraps) without ringing
 // the doorbell: for a queue the device rings itself (the exec queue).
-func (q *Queue) WriteDescriptors(tx, rx []dma.Desc) error {
+func (q *Queue) WriteDescriptors(tx, rx []dmadesc.Desc) error {
 	if len(tx) != len(rx) || len(tx) > int(q.size) {
 		return fmt.Errorf("write %d/%d descriptors on a %d-descriptor ring", len(tx), len(rx), q.size)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/runtime"
@@ -130,16 +130,16 @@ func cDecl(t *testing.T, ty reflect.Type, name string) string {
 }
 
 // dmaConstants are the descriptor facts a C client needs to build a copy
-// pair as package dma does (dma.CopyPair).
+// pair as package dmadesc does (dmadesc.CopyPair).
 func dmaConstants() map[string]uint64 {
 	return map[string]uint64{
-		"DMA_DESC_SIZE":           dma.DescSize,
-		"DMA_DESC_LEN_MASK":       dma.LenMask,
-		"DMA_DESC_RING_ID_SHIFT":  dma.RingIDShift,
-		"DMA_DESC_FIRST":          dma.FlagFirst,
-		"DMA_DESC_LAST":           dma.FlagLast,
-		"DMA_DESC_META_DEFAULT":   dma.MetaDefault,
-		"DMA_INITIAL_RING_ID":     dma.InitialRingID,
+		"DMA_DESC_SIZE":           dmadesc.Size,
+		"DMA_DESC_LEN_MASK":       dmadesc.LenMask,
+		"DMA_DESC_RING_ID_SHIFT":  dmadesc.RingIDShift,
+		"DMA_DESC_FIRST":          dmadesc.FlagFirst,
+		"DMA_DESC_LAST":           dmadesc.FlagLast,
+		"DMA_DESC_META_DEFAULT":   dmadesc.MetaDefault,
+		"DMA_INITIAL_RING_ID":     dmadesc.InitialRingID,
 		"DMA_COMPLETION_VALUE":    runtime.CompletionValue,
 		"MEM_TYPE_UNKNOWN_DEVICE": uint64(ioctl.MemTypeUnknownDevice),
 	}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/runtime"
 )
 
@@ -72,9 +72,9 @@ func checkDMARing(d *runtime.Device) error {
 	defer marker.Close()
 	copies := []runtime.Copy{{Src: buf.PA, Dst: buf.PA + 4096, Len: uint32(len(pattern))}, marker.Copy()}
 	tx, _ := q.Descriptors(copies)
-	want := make([]byte, len(tx)*dma.DescSize)
+	want := make([]byte, len(tx)*dmadesc.Size)
 	for i, desc := range tx {
-		desc.Put(want[i*dma.DescSize:])
+		desc.Put(want[i*dmadesc.Size:])
 	}
 	if err := q.Submit(copies); err != nil {
 		return err

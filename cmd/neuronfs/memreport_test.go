@@ -36,7 +36,7 @@ func TestLsTopShowHeldMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := sys.Devices[0].PhysicalResident()
+	want, _ := sys.Devices[0].Chip().PhysicalResident()
 	if devs[0].MemoryHeld == nil || *devs[0].MemoryHeld < 64<<20 || *devs[0].MemoryHeld > want {
 		t.Errorf("ls: held %v, want 64 MiB..%d", devs[0].MemoryHeld, want)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )
@@ -107,8 +107,8 @@ func (s *state) compareAddress(res *Result, name string, oldBefore, oldAfter, ne
 // translateDescriptors rewrites the addresses of a buffer of recorded
 // DMA descriptors.
 func (s *state) translateDescriptors(b []byte) {
-	for off := 0; off+dma.DescSize <= len(b); off += dma.DescSize {
-		d := dma.Decode(b[off:])
+	for off := 0; off+dmadesc.Size <= len(b); off += dmadesc.Size {
+		d := dmadesc.Decode(b[off:])
 		if a := s.Addrs.translate(d.Addr); a != d.Addr {
 			d.Addr = a
 			d.Put(b[off:])

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/dma/dmadesc"
 )
 
 func TestAddrMap(t *testing.T) {
@@ -72,16 +72,16 @@ func TestCompareAddress(t *testing.T) {
 	s.Addrs.learn(0x100000, 0x5000000, 1<<20)
 
 	// Descriptors naming the learned chunk are rewritten; others are not.
-	tx, _ := dma.CopyPair(0x100000+64, 0x42000, 16, 1)
-	other, _ := dma.CopyPair(0x42000, 0x100000, 16, 1)
-	buf := make([]byte, 2*dma.DescSize)
+	tx, _ := dmadesc.CopyPair(0x100000+64, 0x42000, 16, 1)
+	other, _ := dmadesc.CopyPair(0x42000, 0x100000, 16, 1)
+	buf := make([]byte, 2*dmadesc.Size)
 	tx.Put(buf)
-	other.Put(buf[dma.DescSize:])
+	other.Put(buf[dmadesc.Size:])
 	s.translateDescriptors(buf)
-	if a := dma.Decode(buf).Addr; a != 0x5000000+64 {
+	if a := dmadesc.Decode(buf).Addr; a != 0x5000000+64 {
 		t.Errorf("descriptor address %#x", a)
 	}
-	if a := dma.Decode(buf[dma.DescSize:]).Addr; a != 0x42000 {
+	if a := dmadesc.Decode(buf[dmadesc.Size:]).Addr; a != 0x42000 {
 		t.Errorf("unmapped descriptor address %#x", a)
 	}
 }

@@ -1,9 +1,8 @@
-package device
+package chip
 
 import (
 	"fmt"
 
-	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dma"
 )
@@ -28,10 +27,10 @@ func (m devMemory) Fetch(addr uint64, r *seq.Record) error {
 // seqProgram is an engine's run from addr: it may fetch and branch
 // anywhere in the allocation holding addr (its image); an address no
 // allocation holds faults at the first fetch.
-func (d *Device) seqProgram(addr uint64) seq.Program {
-	p := seq.Program{Mem: devMemory{d.dma.mem}, Start: addr, Lo: addr, Hi: addr}
-	if c, ok := d.pool.Containing(addr); ok {
-		p.Lo, p.Hi = c.PA, c.PA+c.Size
+func (c *Chip) seqProgram(addr uint64) seq.Program {
+	p := seq.Program{Mem: devMemory{c.mem}, Start: addr, Lo: addr, Hi: addr}
+	if base, size, ok := c.drv.Allocation(addr); ok {
+		p.Lo, p.Hi = base, base+size
 	}
 	return p
 }
@@ -40,28 +39,28 @@ func (d *Device) seqProgram(addr uint64) seq.Program {
 // Its updates come from a program: they wake the core's engines but never
 // ring the host doorbell.
 type areaSync struct {
-	a    chip.Area
+	a    Area
 	wake *seq.Waker
 }
 
 // coreSync returns core nc's Sync; a core without an area gets private
 // words.
-func (d *Device) coreSync(nc int) seq.Sync {
-	a, ok := d.semArea(nc)
-	if !ok || nc >= maxCoreSlots {
+func (c *Chip) coreSync(nc int) seq.Sync {
+	a, ok := c.SemArea(nc)
+	if !ok || nc >= MaxCores {
 		return new(seq.Words)
 	}
-	return areaSync{a: a, wake: &d.progs.cores[nc].wake}
+	return areaSync{a: a, wake: &c.progs.cores[nc].wake}
 }
 
-var semWindowOp = map[seq.SemOp]chip.Op{seq.SemAdd: chip.Inc, seq.SemSub: chip.Dec, seq.SemSet: chip.Set}
+var semWindowOp = map[seq.SemOp]Op{seq.SemAdd: Inc, seq.SemSub: Dec, seq.SemSet: Set}
 
 func (s areaSync) Semaphore(idx uint8) uint32 { return s.a.Semaphore(int(idx)) }
 func (s areaSync) Event(idx uint8) bool       { return s.a.Event(int(idx)) != 0 }
 func (s areaSync) Changed() <-chan struct{}   { return s.wake.Changed() }
 
 func (s areaSync) UpdateSemaphore(idx uint8, op seq.SemOp, v uint32) {
-	s.a.Apply(chip.ReadWindow+4*uint64(idx), semWindowOp[op], v)
+	s.a.Apply(ReadWindow+4*uint64(idx), semWindowOp[op], v)
 	s.wake.Wake()
 }
 

@@ -1,10 +1,9 @@
-package device
+package chip
 
 import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/dhal"
 )
 
@@ -12,10 +11,10 @@ import (
 // a 4-byte copy into a core's event window (SoC or mmap address); any
 // other sequence delivers nothing.
 func TestExecRequestRecognised(t *testing.T) {
-	d := newTestSystem(t, "trn2.48xlarge").Devices[0]
-	f := d.sys.Arch
+	ch := newTestChip(t, "trn2.48xlarge")
+	f := ch.arch
 	slot := f.HBMBases[0] + 1<<30
-	b, ok := d.dma.mem.Slice(slot, execRequestSize)
+	b, ok := ch.mem.Slice(slot, execRequestSize)
 	if !ok {
 		t.Fatal("no memory at the slot")
 	}
@@ -36,14 +35,14 @@ func TestExecRequestRecognised(t *testing.T) {
 		{"mmap", [][3]uint64{{q, slot, 52}, {q, res.Offset + 4, 4}}, 3},
 		{"copy between", [][3]uint64{{q, slot, 52}, {q, slot + 64, 8}, {q, soc, 4}}, -1},
 		{"other queue", [][3]uint64{{q, slot, 52}, {q + 1, soc, 4}}, -1},
-		{"not an event", [][3]uint64{{q, slot, 52}, {q, soc + chip.ReadWindow, 4}}, -1},
+		{"not an event", [][3]uint64{{q, slot, 52}, {q, soc + ReadWindow, 4}}, -1},
 		{"poke alone", [][3]uint64{{q, soc, 4}}, -1},
 	} {
 		for _, s := range c.steps {
-			d.observeCopy(eng, int(s[0]), 0, s[1], s[2])
+			ch.observeCopy(eng, int(s[0]), 0, s[1], s[2])
 		}
 		for nc := range f.CoresPerDevice {
-			got := d.takeExecRequest(nc)
+			got := ch.takeExecRequest(nc)
 			switch {
 			case nc == c.core && (got == nil || got.addr != want):
 				t.Errorf("%s: core %d got %+v, want %x", c.name, nc, got, want)
@@ -51,7 +50,7 @@ func TestExecRequestRecognised(t *testing.T) {
 				t.Errorf("%s: core %d got a request", c.name, nc)
 			}
 		}
-		if d.takeExecRequest(max(c.core, 0)) != nil {
+		if ch.takeExecRequest(max(c.core, 0)) != nil {
 			t.Errorf("%s: a request taken twice", c.name)
 		}
 	}

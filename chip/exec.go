@@ -1,4 +1,4 @@
-package device
+package chip
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 	"github.com/neuronfs/neuronfs/nq"
@@ -28,55 +27,55 @@ const execQueueWait = 10 * time.Second
 
 // onSemIncrement runs after a semaphore of core nc went up by v: an
 // increment of the inference-start semaphore by 1 or 2 rings the core's
-// doorbell (chip.Doorbell). An async doorbell is served in a goroutine
+// doorbell (Doorbell). An async doorbell is served in a goroutine
 // (an engine's write must not run the core's program in its worker).
-func (d *Device) onSemIncrement(nc int, idx uint32, v uint32, async bool) {
-	start := d.sys.inferenceStart
+func (c *Chip) onSemIncrement(nc int, idx uint32, v uint32, async bool) {
+	start := c.cfg.InferenceStart
 	if start >= 0 && idx != uint32(start) {
 		return
 	}
-	if (v != chip.DoorbellRun && v != chip.DoorbellHalt) || nc >= len(d.mmio.coreNQ) {
+	if (v != DoorbellRun && v != DoorbellHalt) || nc >= len(c.coreNQ) {
 		return
 	}
 	// The ringer never waits for the run: the chip works while the host
 	// goes on, as on the hardware. What is done at once (arming the
 	// queues, a small copy, the records of a run that found no wait)
 	// costs the ringer no hand-off.
-	d.exec[nc].Ring(v, func(v uint32) func() {
-		if v == chip.DoorbellRun {
-			return d.runInference(nc)
+	c.exec[nc].Ring(v, func(v uint32) func() {
+		if v == DoorbellRun {
+			return c.runInference(nc)
 		}
-		return d.runHalt(nc)
+		return c.runHalt(nc)
 	}, async)
 }
 
 // runInference serves one doorbell of core nc: it arms the exec queues
 // and returns the rest of the run when that has to wait (DMA still
 // moving, an execution latency), or finishes the run and returns nil.
-func (d *Device) runInference(nc int) func() {
+func (c *Chip) runInference(nc int) func() {
 	started := time.Now()
-	busy := d.armExecQueues(nc)
+	busy := c.armExecQueues(nc)
 	finish := func() {
-		d.waitExecQueues(nc, busy)
-		if d.runPrograms(nc) {
+		c.waitExecQueues(nc, busy)
+		if c.runPrograms(nc) {
 			return // a delivered request: the engines answer (execrun.go)
 		}
-		notific := d.mmio.coreNQ[nc]
+		notific := c.coreNQ[nc]
 		notific.EmitInfer(dhal.RecordStart)
-		if lat := d.sys.execLatency; lat > 0 {
+		if lat := c.cfg.ExecLatency; lat > 0 {
 			time.Sleep(lat)
 		}
 		// Counted before END shows: the ringer may have returned long ago,
 		// and whoever sees END must find the run counted.
-		d.metrics.Add(nc, "other_info/inference_count", 1)
+		c.drv.Count(nc, "other_info/inference_count", 1)
 		// The core was busy for the run: utilisation tools read this, and
 		// the firmware's power model counts it.
 		busy := time.Since(started)
-		d.metrics.Add(nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
-		d.power.addBusy(busy / time.Duration(d.sys.Arch.CoresPerDevice)) // one core of many
+		c.drv.Count(nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
+		c.power.addBusy(busy / time.Duration(c.arch.CoresPerDevice)) // one core of many
 		notific.EmitInfer(dhal.RecordEnd)
 	}
-	if len(busy) > 0 || d.sys.execLatency > 0 {
+	if len(busy) > 0 || c.cfg.ExecLatency > 0 {
 		return finish
 	}
 	finish()
@@ -84,12 +83,12 @@ func (d *Device) runInference(nc int) func() {
 }
 
 // runHalt stops core nc's idle program, as runInference runs one.
-func (d *Device) runHalt(nc int) func() {
-	busy := d.armExecQueues(nc) // the halt request itself is staged there
+func (c *Chip) runHalt(nc int) func() {
+	busy := c.armExecQueues(nc) // the halt request itself is staged there
 	finish := func() {
-		d.waitExecQueues(nc, busy)
-		d.mmio.coreNQ[nc].EmitInfer(dhal.RecordInit)
-		d.mmio.coreNQ[nc].EmitInfer(dhal.RecordHalt)
+		c.waitExecQueues(nc, busy)
+		c.coreNQ[nc].EmitInfer(dhal.RecordInit)
+		c.coreNQ[nc].EmitInfer(dhal.RecordHalt)
 	}
 	if len(busy) > 0 {
 		return finish
@@ -99,23 +98,17 @@ func (d *Device) runHalt(nc int) func() {
 }
 
 // armExecQueues arms the device-driven queues of core nc's engines (those
-// a process initialised and never rang with DMA_QUEUE_COPY_START) and
-// returns those still moving data (engine, queue) after what the engines
-// do inline.
-func (d *Device) armExecQueues(nc int) [][2]int {
-	f := d.sys.Arch
-	first := nc * f.DMAEnginesPerCore
-	var armed [][2]int
-	d.mu.Lock()
-	for key := range d.dma.owner {
-		if key[0] >= first && key[0] < first+f.DMAEnginesPerCore && !d.dma.hostDriven[key] {
-			armed = append(armed, key)
-		}
-	}
-	d.mu.Unlock()
+// a process initialised and never rang with DMA_QUEUE_COPY_START, as the
+// driver tells) and returns those still moving data (engine, queue) after
+// what the engines do inline.
+func (c *Chip) armExecQueues(nc int) [][2]int {
+	armed := c.drv.DeviceDrivenQueues(nc)
 	busy := armed[:0]
 	for _, key := range armed {
-		e := d.dma.engines[key[0]]
+		e := c.Engine(key[0])
+		if e == nil {
+			continue
+		}
 		if tx, rx := e.Arm(key[1]); (tx == 0 && rx == 0) || e.Idle(key[1]) {
 			continue // nothing staged, or a small copy already done inline
 		}
@@ -125,7 +118,7 @@ func (d *Device) armExecQueues(nc int) [][2]int {
 }
 
 // waitExecQueues waits for the queues armExecQueues left moving.
-func (d *Device) waitExecQueues(nc int, busy [][2]int) {
+func (c *Chip) waitExecQueues(nc int, busy [][2]int) {
 	if len(busy) == 0 {
 		return
 	}
@@ -133,30 +126,31 @@ func (d *Device) waitExecQueues(nc int, busy [][2]int) {
 	ctx, cancel := context.WithTimeout(context.Background(), execQueueWait)
 	defer cancel()
 	for _, key := range busy {
-		if err := d.dma.engines[key[0]].WaitIdle(ctx, key[1]); err != nil {
-			d.log.WithFields(logrus.Fields{"core": nc, "engine": key[0], "queue": key[1]}).Warn("exec queue did not finish")
+		if err := c.engines[key[0]].WaitIdle(ctx, key[1]); err != nil {
+			c.log.WithFields(logrus.Fields{"core": nc, "engine": key[0], "queue": key[1]}).Warn("exec queue did not finish")
 		}
 	}
 }
 
-// resetExecLocked clears core nc's execution state (core reset):
-// doorbells not yet served are dropped and a halt is forgotten.
-func (d *Device) resetExecLocked(nc int) {
-	if nc >= len(d.exec) {
+// ResetExec clears core nc's execution state (core reset): doorbells not
+// yet served are dropped, a halt is forgotten and the staged programs are
+// cancelled without waiting, so it may run under the driver's lock.
+func (c *Chip) ResetExec(nc int) {
+	if nc >= len(c.exec) {
 		return
 	}
-	d.exec[nc].Reset()
-	d.cancelPrograms(nc)
+	c.exec[nc].Reset()
+	c.cancelPrograms(nc)
 }
 
 // reportDMAAbort writes an error record for a queue that stopped on an
 // error into its core's ERROR queue and counts it in sysfs.
-func (d *Device) reportDMAAbort(eng, qid int, status uint32) {
-	f := d.sys.Arch
+func (c *Chip) reportDMAAbort(eng, qid int, status uint32) {
+	f := c.arch
 	nc := eng / f.DMAEnginesPerCore
-	if nc >= len(d.mmio.coreNQ) {
+	if nc >= len(c.coreNQ) {
 		return // an h2t engine: no core of its own
 	}
-	d.mmio.coreNQ[nc].Emit(nq.ErrorSlot, nq.DMAAbortRecord(eng, qid, status))
-	d.metrics.Add(nc, "status/hw_dma_abort_error", 1)
+	c.coreNQ[nc].Emit(nq.ErrorSlot, nq.DMAAbortRecord(eng, qid, status))
+	c.drv.Count(nc, "status/hw_dma_abort_error", 1)
 }

@@ -1,47 +1,43 @@
-package device
+package chip
 
 import (
 	"encoding/binary"
 
-	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 )
 
-// The address decoder of a device's engines beyond its own memory: the
-// neighbour windows (dhal/route.go) lead to the spaces of the devices in
-// DEVICE_INFO connected_devices, a core's SoC windows reach the memory
-// its mmap resources show, and the semaphore areas of the cores and
-// TopSPs act on a write (SET stores, INCR adds, DECR subtracts) at once,
-// whether the writing engine is this device's or a neighbour's.
+// The address decoder of a chip's engines beyond its own memory: the
+// neighbour windows (dhal/route.go) lead to the spaces of the chips the
+// driver names as peers (DEVICE_INFO connected_devices), a core's SoC
+// windows reach the memory its mmap resources show, and the semaphore
+// areas of the cores and TopSPs act on a write (SET stores, INCR adds,
+// DECR subtracts) at once, whether the writing engine is this chip's or a
+// neighbour's.
 
-// initRoutes wires the decoder into the device's space; it runs before
+// initRoutes wires the decoder into the chip's space; it runs before
 // any engine starts.
-func (d *Device) initRoutes() {
-	f, m := d.sys.Arch, d.dma.mem
+func (c *Chip) initRoutes() {
+	f, m := c.arch, c.mem
 	if f.PeerLinks() > 0 {
-		nb := d.sys.Instance.Neighbours(d.Index)
 		m.PeerRoute = f.PeerRoute
 		m.Peer = func(link int) *dma.Space {
-			if link >= len(nb) {
-				return nil
-			}
-			// Devices are all built before a process can open one.
-			if p := d.sys.Device(int(nb[link])); p != nil {
-				return p.dma.mem
+			// Chips are all built before a process can open a device.
+			if p := c.drv.Peer(link); p != nil {
+				return p.mem
 			}
 			return nil
 		}
 	}
-	m.SetEffects(d.semEffects())
-	m.SetAliases(d.socAliases())
+	m.SetEffects(c.semEffects())
+	m.SetAliases(c.socAliases())
 }
 
 // socAliases send each core's TPB SoC windows (what descriptors name) to
 // the memory of its mmap resources (what mappings see), where the two
 // differ (V3/V4 cores 1-7): the state buffer and the semaphore area.
-func (d *Device) socAliases() []dma.Alias {
-	f := d.sys.Arch
+func (c *Chip) socAliases() []dma.Alias {
+	f := c.arch
 	var out []dma.Alias
 	for nc := range f.CoresPerDevice {
 		for _, r := range []struct {
@@ -59,18 +55,18 @@ func (d *Device) socAliases() []dma.Alias {
 
 // semEffects are the semaphore areas as engine destinations: each
 // core's and each TopSP's, at its mmap offset.
-func (d *Device) semEffects() []dma.Effect {
-	f := d.sys.Arch
+func (c *Chip) semEffects() []dma.Effect {
+	f := c.arch
 	var out []dma.Effect
 	for nc := range f.CoresPerDevice {
 		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore); ok {
-			out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) { d.dmaSemWrite(nc, off, b) }})
+			out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) { c.dmaSemWrite(nc, off, b) }})
 		}
 	}
 	for ts := range f.TopSPsPerDevice {
 		if res, ok := f.LookupMmapResource(dhal.BlockTopSP, uint32(ts), dhal.ResourceSemaphore); ok {
 			out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) {
-				if a, ok := d.topSPSemArea(ts); ok {
+				if a, ok := c.TopSPSemArea(ts); ok {
 					applyWords(a, off, b, nil)
 				}
 			}})
@@ -82,34 +78,34 @@ func (d *Device) semEffects() []dma.Effect {
 // dmaSemWrite is an engine's write of b at off in core nc's area. The
 // doorbell it may ring is served in a goroutine: the engine goes on with
 // its queue, as the chip's would.
-func (d *Device) dmaSemWrite(nc int, off uint64, b []byte) {
-	a, ok := d.semArea(nc)
+func (c *Chip) dmaSemWrite(nc int, off uint64, b []byte) {
+	a, ok := c.SemArea(nc)
 	if !ok {
 		return
 	}
-	applyWords(a, off, b, func(idx int, v uint32) { d.onSemIncrement(nc, uint32(idx), v, true) })
-	d.wakeCore(nc)
+	applyWords(a, off, b, func(idx int, v uint32) { c.onSemIncrement(nc, uint32(idx), v, true) })
+	c.WakeCore(nc)
 }
 
 // applyWords performs the 32-bit stores b makes at off in area a, each
 // with the operation of the window it falls in; inc hears of every
 // semaphore increment. Trailing bytes short of a word are dropped: the
 // registers take only whole words.
-func applyWords(a chip.Area, off uint64, b []byte, inc func(idx int, v uint32)) {
+func applyWords(a Area, off uint64, b []byte, inc func(idx int, v uint32)) {
 	for ; len(b) >= 4 && off+4 <= uint64(len(a)); off, b = off+4, b[4:] {
 		v := binary.LittleEndian.Uint32(b)
-		if _, idx := a.Apply(off, chip.OpAt(off), v); idx >= 0 && inc != nil {
+		if _, idx := a.Apply(off, OpAt(off), v); idx >= 0 && inc != nil {
 			inc(idx, v)
 		}
 	}
 }
 
-// topSPSemArea returns TopSP ts's semaphore area.
-func (d *Device) topSPSemArea(ts int) (chip.Area, bool) {
-	res, found := d.sys.Arch.LookupMmapResource(dhal.BlockTopSP, uint32(ts), dhal.ResourceSemaphore)
+// TopSPSemArea returns TopSP ts's semaphore area.
+func (c *Chip) TopSPSemArea(ts int) (Area, bool) {
+	res, found := c.arch.LookupMmapResource(dhal.BlockTopSP, uint32(ts), dhal.ResourceSemaphore)
 	if !found {
 		return nil, false
 	}
-	mem, ok := d.dma.mem.Local(res.Offset, res.Size)
-	return chip.Area(mem), ok
+	mem, ok := c.mem.Local(res.Offset, res.Size)
+	return Area(mem), ok
 }

@@ -1,13 +1,9 @@
-// Package dma emulates a Neuron device's UDMA engines: per engine sixteen
-// queues, each a pair of descriptor rings (TX reads the source, RX writes
-// the destination) that a worker executes against physical memory once a
-// doorbell makes descriptors available.
-package dma
+package dmadesc
 
 import "encoding/binary"
 
-// DescSize is the size of one UDMA descriptor.
-const DescSize = 16
+// Size is the size of one UDMA descriptor.
+const Size = 16
 
 // Bits of a descriptor's first word (len_ctrl).
 const (
@@ -58,7 +54,7 @@ func (d Desc) Last() bool { return d.LenCtrl&FlagLast != 0 }
 
 // Decode reads a descriptor from its 16-byte little-endian form.
 func Decode(b []byte) Desc {
-	_ = b[DescSize-1]
+	_ = b[Size-1]
 	return Desc{
 		LenCtrl: binary.LittleEndian.Uint32(b[0:]),
 		Meta:    binary.LittleEndian.Uint32(b[4:]),
@@ -68,7 +64,7 @@ func Decode(b []byte) Desc {
 
 // Put writes d in its 16-byte form.
 func (d Desc) Put(b []byte) {
-	_ = b[DescSize-1]
+	_ = b[Size-1]
 	binary.LittleEndian.PutUint32(b[0:], d.LenCtrl)
 	binary.LittleEndian.PutUint32(b[4:], d.Meta)
 	binary.LittleEndian.PutUint64(b[8:], d.Addr)

@@ -1,8 +1,7 @@
-package device
+package chip
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/neuronfs/neuronfs/dhal"
 )
@@ -30,7 +29,7 @@ const (
 type pciCap struct {
 	id   uint8
 	size int
-	fill func(d *Device, c []byte)
+	fill func(f *PCIFunction, c []byte)
 }
 
 // pciCaps is the capability list, in list order: what a PCI Express
@@ -45,7 +44,7 @@ var pciCaps = []pciCap{
 
 // putCaps lays the capability list into config space c and points the
 // header at it.
-func (d *Device) putCaps(c []byte) {
+func (f *PCIFunction) putCaps(c []byte) {
 	le := binary.LittleEndian
 	le.PutUint16(c[pciStatus:], le.Uint16(c[pciStatus:])|pciStatusCapList)
 	c[pciCapPointer] = pciCapStart
@@ -57,14 +56,14 @@ func (d *Device) putCaps(c []byte) {
 		}
 		c[off] = cp.id
 		c[off+1] = byte(next)
-		cp.fill(d, c[off:off+cp.size])
+		cp.fill(f, c[off:off+cp.size])
 		off = next
 	}
 }
 
 // fillPM: power management version 3, no D1/D2 and no PME; the function
 // is in D0 with No_Soft_Reset (a D3hot->D0 transition keeps its state).
-func fillPM(d *Device, c []byte) {
+func fillPM(_ *PCIFunction, c []byte) {
 	le := binary.LittleEndian
 	le.PutUint16(c[2:], 0x0003) // PMC: version 3
 	le.PutUint16(c[4:], 0x0008) // PMCSR: D0, No_Soft_Reset
@@ -73,10 +72,10 @@ func fillPM(d *Device, c []byte) {
 // fillMSIX: the table and PBA at the top of BAR0, disabled: the driver
 // polls and never enables MSI-X (or MSI), so the kernel shows Enable-,
 // irq 0 and no msi_irqs directory.
-func fillMSIX(d *Device, c []byte) {
+func fillMSIX(f *PCIFunction, c []byte) {
 	le := binary.LittleEndian
 	le.PutUint16(c[2:], dhal.MSIXVectors-1) // table size - 1; Enable and Function Mask clear
-	table, pba := d.msixLayout()
+	table, pba := f.msixLayout()
 	le.PutUint32(c[4:], uint32(table)) // BIR 0
 	le.PutUint32(c[8:], uint32(pba))
 }
@@ -84,8 +83,8 @@ func fillMSIX(d *Device, c []byte) {
 // msixLayout is where in BAR0 the MSI-X table and PBA sit: the last two
 // pages, away from the registers the driver maps (placement is not a
 // driver fact).
-func (d *Device) msixLayout() (table, pba uint64) {
-	size := d.sys.Arch.BAR0Size
+func (f *PCIFunction) msixLayout() (table, pba uint64) {
+	size := f.BAR0Size
 	return size - 0x2000, size - 0x1000
 }
 
@@ -107,9 +106,9 @@ const (
 
 // fillPCIe: an endpoint whose link trained at its maximum speed and
 // width (dhal.PCIeLink per product).
-func fillPCIe(d *Device, c []byte) {
+func fillPCIe(f *PCIFunction, c []byte) {
 	le := binary.LittleEndian
-	l := d.sys.Instance.Product.PCIeLink()
+	l := f.Link
 	speed, width := uint32(l.Gen), uint32(l.Width)
 	le.PutUint16(c[0x02:], pcieFlagsV2Endpoint)
 	le.PutUint32(c[0x04:], pcieDevCap)
@@ -121,19 +120,5 @@ func fillPCIe(d *Device, c []byte) {
 	le.PutUint16(c[0x30:], uint16(speed))   // LnkCtl2: target speed
 	if l.Gen >= 3 {
 		le.PutUint16(c[0x32:], pcieLnkSta2Equalized)
-	}
-}
-
-// pcieLinkAttributes are the link files the kernel derives from the PCI
-// Express capability of every PCIe function.
-func (d *Device) pcieLinkAttributes() []Attr {
-	l := d.sys.Instance.Product.PCIeLink()
-	speed := func() string { return l.Speed() + "\n" }
-	width := func() string { return fmt.Sprintf("%d\n", l.Width) }
-	return []Attr{
-		{Path: "current_link_speed", Mode: 0o444, Show: speed},
-		{Path: "current_link_width", Mode: 0o444, Show: width},
-		{Path: "max_link_speed", Mode: 0o444, Show: speed},
-		{Path: "max_link_width", Mode: 0o444, Show: width},
 	}
 }

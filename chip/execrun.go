@@ -1,4 +1,4 @@
-package device
+package chip
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 
 // programs are the device's sequenced executions.
 type programs struct {
-	cores [maxCoreSlots]coreRuns
+	cores [MaxCores]coreRuns
 	wg    sync.WaitGroup // every engine goroutine, until it returns
 }
 
@@ -54,9 +54,9 @@ func (r *seqRun) alive() bool {
 
 // wakeCore releases core nc's engines waiting on a semaphore or event:
 // call it after every store to the core's area, whoever made it.
-func (d *Device) wakeCore(nc int) {
-	if nc >= 0 && nc < maxCoreSlots {
-		d.progs.cores[nc].wake.Wake()
+func (c *Chip) WakeCore(nc int) {
+	if nc >= 0 && nc < MaxCores {
+		c.progs.cores[nc].wake.Wake()
 	}
 }
 
@@ -65,42 +65,42 @@ func (d *Device) wakeCore(nc int) {
 // A doorbell without a new request belongs to a program still running
 // (its gate takes the increment); one with a request for the images
 // already running does too; a request for other images replaces them.
-func (d *Device) runPrograms(nc int) bool {
-	req := d.takeExecRequest(nc)
-	if nc >= maxCoreSlots || nc >= len(d.mmio.coreNQ) {
+func (c *Chip) runPrograms(nc int) bool {
+	req := c.takeExecRequest(nc)
+	if nc >= MaxCores || nc >= len(c.coreNQ) {
 		return false
 	}
-	c := &d.progs.cores[nc]
+	cr := &c.progs.cores[nc]
 	var r *seqRun
 	if req != nil {
-		r = d.newSeqRun(nc, req)
+		r = c.newSeqRun(nc, req)
 	}
-	c.mu.Lock()
-	cur := c.cur
+	cr.mu.Lock()
+	cur := cr.cur
 	if req == nil || (r != nil && cur.alive() && cur.req == r.req) {
-		c.mu.Unlock()
+		cr.mu.Unlock()
 		if r != nil {
 			r.cancel() // never started
 		}
 		if !cur.alive() {
 			return false
 		}
-		d.metrics.Add(nc, "other_info/inference_count", 1)
+		c.drv.Count(nc, "other_info/inference_count", 1)
 		return true
 	}
-	c.cur = r
-	c.mu.Unlock()
-	d.stopRun(cur)
+	cr.cur = r
+	cr.mu.Unlock()
+	c.stopRun(cur)
 	if r == nil {
 		return false // a request naming no image: the semantic answer
 	}
-	d.metrics.Add(nc, "other_info/inference_count", 1)
-	d.startRun(nc, r)
+	c.drv.Count(nc, "other_info/inference_count", 1)
+	c.startRun(nc, r)
 	return true
 }
 
 // newSeqRun prepares a run of req's images; nil if it names none.
-func (d *Device) newSeqRun(nc int, req *execRequest) *seqRun {
+func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 	r := &seqRun{req: *req, done: make(chan struct{})}
 	n := int32(0)
 	for e, addr := range req.addr {
@@ -108,7 +108,7 @@ func (d *Device) newSeqRun(nc int, req *execRequest) *seqRun {
 			continue
 		}
 		eng := seq.Engine(e)
-		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: d.coreSync(nc), Notify: func(no seq.Notification) { d.seqNotify(nc, r, no) }})
+		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: c.coreSync(nc), Notify: func(no seq.Notification) { c.seqNotify(nc, r, no) }})
 		n++
 	}
 	if n == 0 {
@@ -121,21 +121,21 @@ func (d *Device) newSeqRun(nc int, req *execRequest) *seqRun {
 }
 
 // startRun runs r's engines, each in its own goroutine.
-func (d *Device) startRun(nc int, r *seqRun) {
+func (c *Chip) startRun(nc int, r *seqRun) {
 	for e, s := range r.seqs {
 		if s == nil {
 			continue
 		}
-		p := d.seqProgram(r.req.addr[e])
-		d.progs.wg.Add(1)
+		p := c.seqProgram(r.req.addr[e])
+		c.progs.wg.Add(1)
 		go func() {
-			defer d.progs.wg.Done()
+			defer c.progs.wg.Done()
 			var res seq.Result
 			if r.ctx.Err() == nil { // not reset before it started
 				res = s.Run(r.ctx, p)
 			}
 			if res.State == seq.Faulted {
-				d.log.WithFields(logrus.Fields{"core": nc, "engine": seq.Engine(e)}).Warn(res.Fault)
+				c.log.WithFields(logrus.Fields{"core": nc, "engine": seq.Engine(e)}).Warn(res.Fault)
 			}
 			if r.live.Add(-1) == 0 {
 				close(r.done)
@@ -145,7 +145,7 @@ func (d *Device) startRun(nc int, r *seqRun) {
 }
 
 // stopRun ends r's engines and waits until they returned.
-func (d *Device) stopRun(r *seqRun) {
+func (c *Chip) stopRun(r *seqRun) {
 	if r == nil {
 		return
 	}
@@ -157,15 +157,15 @@ func (d *Device) stopRun(r *seqRun) {
 // cancelPrograms ends core nc's run without waiting (NC_RESET, under the
 // device lock); a delivered request not yet served is dropped. The run
 // stays the core's last, for EngineStatus.
-func (d *Device) cancelPrograms(nc int) {
-	if nc >= maxCoreSlots {
+func (c *Chip) cancelPrograms(nc int) {
+	if nc >= MaxCores {
 		return
 	}
-	d.execReq.pending[nc].Store(nil)
-	c := &d.progs.cores[nc]
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
+	c.execReq.pending[nc].Store(nil)
+	cr := &c.progs.cores[nc]
+	cr.mu.Lock()
+	r := cr.cur
+	cr.mu.Unlock()
 	if r != nil {
 		r.cancel()
 	}
@@ -174,36 +174,23 @@ func (d *Device) cancelPrograms(nc int) {
 // stopPrograms ends every run of the device and waits for all their
 // engines, those a reset cancelled included: nothing may fetch from the
 // device's memory once it closes.
-func (d *Device) stopPrograms() {
-	for nc := range d.progs.cores {
-		d.cancelPrograms(nc)
+func (c *Chip) stopPrograms() {
+	for nc := range c.progs.cores {
+		c.cancelPrograms(nc)
 	}
 	lockrank.AssertUnlocked("exec: stopping the device's engines")
-	d.progs.wg.Wait()
-}
-
-// EngineStatus reports core nc's engines as its last staged run left
-// them; empty when none ran.
-func (d *Device) EngineStatus(nc int) []seq.Status {
-	if nc < 0 || nc >= maxCoreSlots {
-		return nil
-	}
-	var out []seq.Status
-	for _, e := range d.engineReports(nc) {
-		out = append(out, e.status)
-	}
-	return out
+	c.progs.wg.Wait()
 }
 
 // seqNotify writes an engine's notification into the core's queues: an
 // explicit one or a debug_cmd START/END into the engine's INFER_STATUS
 // queue, a fault into the ERROR queue. A run being stopped writes nothing
 // more.
-func (d *Device) seqNotify(nc int, r *seqRun, n seq.Notification) {
+func (c *Chip) seqNotify(nc int, r *seqRun, n seq.Notification) {
 	if r.ctx.Err() != nil {
 		return
 	}
-	b := d.mmio.coreNQ[nc]
+	b := c.coreNQ[nc]
 	slot := dhal.InferStatusSlot + int(n.Engine)
 	switch n.Kind {
 	case seq.NotifyExplicit:

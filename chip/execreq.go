@@ -1,10 +1,9 @@
-package device
+package chip
 
 import (
 	"encoding/binary"
 	"sync/atomic"
 
-	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
@@ -48,29 +47,29 @@ func decodeExecRequest(b []byte) *execRequest {
 // a queue's steps are reported in order by the one worker that runs it,
 // and each slot is a single atomic word.
 type execWatch struct {
-	queues  []atomic.Pointer[execRequest]             // by engine*QueuesPerEngine+queue: a 52-byte copy just seen
-	pending [maxCoreSlots]atomic.Pointer[execRequest] // by core: delivered, not yet taken by a doorbell
-	events  [maxCoreSlots][]dma.Range                 // by core: the event window, at its mmap and SoC addresses
+	queues  []atomic.Pointer[execRequest]         // by engine*QueuesPerEngine+queue: a 52-byte copy just seen
+	pending [MaxCores]atomic.Pointer[execRequest] // by core: delivered, not yet taken by a doorbell
+	events  [MaxCores][]dma.Range                 // by core: the event window, at its mmap and SoC addresses
 }
 
 // initExecWatch sizes the watch; it runs before any engine starts.
-func (d *Device) initExecWatch() {
-	f := d.sys.Arch
-	w := &d.execReq
+func (c *Chip) initExecWatch() {
+	f := c.arch
+	w := &c.execReq
 	w.queues = make([]atomic.Pointer[execRequest], f.DMAEnginesPerDevice*dma.QueuesPerEngine)
-	for nc := range min(f.CoresPerDevice, maxCoreSlots) {
+	for nc := range min(f.CoresPerDevice, MaxCores) {
 		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore); ok {
-			w.events[nc] = append(w.events[nc], dma.Range{Base: res.Offset, Size: chip.ReadWindow})
+			w.events[nc] = append(w.events[nc], dma.Range{Base: res.Offset, Size: ReadWindow})
 		}
 		if soc := f.TPBSoCBase(nc); soc != dhal.InvalidOffset {
-			w.events[nc] = append(w.events[nc], dma.Range{Base: soc + dhal.TPBEventsOffset, Size: chip.ReadWindow})
+			w.events[nc] = append(w.events[nc], dma.Range{Base: soc + dhal.TPBEventsOffset, Size: ReadWindow})
 		}
 	}
 }
 
 // observeCopy is every engine's dma.Options.OnCopy.
-func (d *Device) observeCopy(eng, qid int, _, dst, n uint64) {
-	w := &d.execReq
+func (c *Chip) observeCopy(eng, qid int, _, dst, n uint64) {
+	w := &c.execReq
 	i := eng*dma.QueuesPerEngine + qid
 	if i >= len(w.queues) {
 		return
@@ -78,7 +77,7 @@ func (d *Device) observeCopy(eng, qid int, _, dst, n uint64) {
 	slot := &w.queues[i]
 	switch n {
 	case execRequestSize:
-		if b, ok := d.dma.mem.Slice(dst, execRequestSize); ok {
+		if b, ok := c.mem.Slice(dst, execRequestSize); ok {
 			slot.Store(decodeExecRequest(b))
 			return
 		}
@@ -102,9 +101,9 @@ func (d *Device) observeCopy(eng, qid int, _, dst, n uint64) {
 }
 
 // takeExecRequest returns core nc's delivered request, once.
-func (d *Device) takeExecRequest(nc int) *execRequest {
-	if nc >= maxCoreSlots {
+func (c *Chip) takeExecRequest(nc int) *execRequest {
+	if nc >= MaxCores {
 		return nil
 	}
-	return d.execReq.pending[nc].Swap(nil)
+	return c.execReq.pending[nc].Swap(nil)
 }

@@ -1,16 +1,16 @@
-package device
+package chip
 
 import (
 	"sync/atomic"
 	"time"
 
-	"github.com/neuronfs/neuronfs/chip"
+	"github.com/sirupsen/logrus"
 )
 
 // Stores through a mapping of a SEMAPHORE resource (a core's or a
 // TopSP's) are not trapped: nothing tells the daemon of a store into a
 // shared page of another process. So the set, increment and decrement
-// windows are polled (chip.Area.Sweep), adaptively: an area is swept
+// windows are polled (Area.Sweep), adaptively: an area is swept
 // every sweepPeriod(idle), 5% of the time since a sweep last found a
 // store there, between semSweepFast and semSweepInterval. Stores in
 // quick succession are seen within ~50 µs; an area quiet for 100 ms
@@ -33,7 +33,7 @@ func sweepPeriod(idle time.Duration) time.Duration {
 
 // sweepTarget is one polled area. Times are sweepClock readings.
 type sweepTarget struct {
-	area chip.Area
+	area Area
 	nc   int          // the core whose doorbell increments ring; -1 for a TopSP
 	last atomic.Int64 // when a sweep last found a store
 	due  int64        // the next sweep (the sweeper's own)
@@ -42,56 +42,59 @@ type sweepTarget struct {
 // neverStored is the last store time of an area that had none: long ago.
 const neverStored = -1 << 62
 
-// sweepClock is the sweeper's monotonic clock (ns since the system
-// started), immune to wall-clock steps.
-func (s *System) sweepClock() int64 { return int64(time.Since(s.epoch)) }
+// sweepClock is the sweeper's monotonic clock (ns since epoch), immune
+// to wall-clock steps.
+func sweepClock(epoch time.Time) int64 { return int64(time.Since(epoch)) }
 
-// initSweeps lists the device's areas: the cores' first (indexed by
+// initSweeps lists the chip's areas: the cores' first (indexed by
 // core), then the TopSPs'.
-func (d *Device) initSweeps() {
-	f := d.sys.Arch
+func (c *Chip) initSweeps() {
+	f := c.arch
 	for nc := range f.CoresPerDevice {
-		if a, ok := d.semArea(nc); ok {
-			d.sweeps = append(d.sweeps, &sweepTarget{area: a, nc: nc})
+		if a, ok := c.SemArea(nc); ok {
+			c.sweeps = append(c.sweeps, &sweepTarget{area: a, nc: nc})
 		}
 	}
 	for ts := range f.TopSPsPerDevice {
-		if a, ok := d.topSPSemArea(ts); ok {
-			d.sweeps = append(d.sweeps, &sweepTarget{area: a, nc: -1})
+		if a, ok := c.TopSPSemArea(ts); ok {
+			c.sweeps = append(c.sweeps, &sweepTarget{area: a, nc: -1})
 		}
 	}
-	for _, t := range d.sweeps {
+	for _, t := range c.sweeps {
 		t.last.Store(neverStored)
 	}
 }
 
-// sweepSemaphores applies pending window stores of core nc; increments
-// may ring the core's exec doorbell before it returns.
-func (d *Device) sweepSemaphores(nc int) {
-	if nc >= 0 && nc < len(d.sweeps) && d.sweeps[nc].nc == nc {
-		d.sweep(d.sweeps[nc], d.sys.sweepClock(), false)
+// SweepCore applies pending window stores of core nc; increments may
+// ring the core's exec doorbell before it returns.
+func (c *Chip) SweepCore(nc int) {
+	if nc >= 0 && nc < len(c.sweeps) && c.sweeps[nc].nc == nc {
+		c.sweep(c.sweeps[nc], sweepClock(c.cfg.Epoch), false)
 	}
 }
 
 // sweep applies t's pending stores; an async doorbell is served in a
 // goroutine.
-func (d *Device) sweep(t *sweepTarget, now int64, async bool) {
+func (c *Chip) sweep(t *sweepTarget, now int64, async bool) {
 	found := false
-	t.area.Sweep(func(op chip.Op, idx int, v uint32) {
+	t.area.Sweep(func(op Op, idx int, v uint32) {
 		found = true
-		if op == chip.Inc && t.nc >= 0 {
-			d.onSemIncrement(t.nc, uint32(idx), v, async)
+		if op == Inc && t.nc >= 0 {
+			c.onSemIncrement(t.nc, uint32(idx), v, async)
 		}
 	})
 	if found {
 		t.last.Store(now)
-		d.wakeCore(t.nc)
+		c.WakeCore(t.nc)
 	}
 }
 
-// semSweeper polls the areas of every open device until stop closes.
-func (s *System) semSweeper(stop <-chan struct{}) {
-	sleep := newSweepSleeper(s.log)
+// RunSweeper polls the areas of chips until stop closes; open(i) tells
+// whether chips[i]'s device is open. A mapping holds its file open, and
+// queues die with their owner: a device nobody has open has nothing to
+// sweep. open is asked only when one of the chip's areas is due.
+func RunSweeper(stop <-chan struct{}, log *logrus.Entry, epoch time.Time, chips []*Chip, open func(i int) bool) {
+	sleep := newSweepSleeper(log)
 	defer sleep.close()
 	for {
 		select {
@@ -99,26 +102,26 @@ func (s *System) semSweeper(stop <-chan struct{}) {
 			return
 		default:
 		}
-		now := s.sweepClock()
+		now := sweepClock(epoch)
 		next := now + int64(semSweepInterval)
-		for _, d := range s.Devices {
-			// A mapping holds its file open, and queues die with their
-			// owner: a device nobody has open has nothing to sweep. Its
-			// lock is taken only when one of its areas is due.
-			open := -1
-			for _, t := range d.sweeps {
+		for i, c := range chips {
+			isOpen := -1
+			for _, t := range c.sweeps {
 				if now >= t.due {
-					if open < 0 {
-						open = d.OpenCount()
+					if isOpen < 0 {
+						isOpen = 0
+						if open(i) {
+							isOpen = 1
+						}
 					}
-					if open > 0 {
-						d.sweep(t, now, true)
+					if isOpen > 0 {
+						c.sweep(t, now, true)
 					}
 					t.due = now + int64(sweepPeriod(time.Duration(now-t.last.Load())))
 				}
 				next = min(next, t.due)
 			}
 		}
-		sleep.sleep(time.Duration(next - s.sweepClock()))
+		sleep.sleep(time.Duration(next - sweepClock(epoch)))
 	}
 }

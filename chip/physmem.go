@@ -1,4 +1,4 @@
-package device
+package chip
 
 import (
 	"fmt"
@@ -8,6 +8,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Backing says where the devices' physical memory lives.
+type Backing struct {
+	// Dir is a directory on a real filesystem holding one sparse file
+	// per device, whose cold pages the kernel can write back and reclaim;
+	// "" is a memfd per device, which lives in host RAM for good (on a
+	// host without swap) but is faster.
+	Dir string
+}
+
+func (b Backing) String() string {
+	if b.Dir == "" {
+		return "memfd"
+	}
+	return "file:" + b.Dir
+}
+
 // physMem is a device's emulated physical address space: one sparse file
 // whose offset is the physical address, a memfd or a file on a real
 // filesystem (Backing). Device files open with FUSE passthrough to it, so
@@ -15,7 +31,7 @@ import (
 // other mapper. Unallocated ranges cost nothing; freed ranges are punched
 // out, so what the host holds follows live, written memory.
 //
-// The daemon reaches it through the windows of engineMemory, mapped once
+// The daemon reaches it through the windows of its dma.Space, mapped once
 // and never unmapped while the device lives, so no lock guards an access:
 // a chunk being copied is pinned instead (mempool.Pool.Pin), and its range
 // is punched and reused only after the last access ended.

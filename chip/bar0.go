@@ -1,0 +1,88 @@
+package chip
+
+import (
+	"encoding/binary"
+
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/mmio"
+	"github.com/neuronfs/neuronfs/nq"
+)
+
+// firmwareAPIVersion is what the emulated firmware reports at misc-RAM 0:
+// new enough for the register protocol (power profiles).
+const firmwareAPIVersion = 8
+
+// engineBlock shows a DMA engine's registers in BAR0.
+type engineBlock struct{ e *dma.Engine }
+
+func (b engineBlock) Read32(off uint64) (uint32, bool)  { return b.e.ReadRegister(off) }
+func (b engineBlock) Write32(off uint64, v uint32) bool { return b.e.WriteRegister(off, v) }
+
+// semBlock is a core's event and semaphore area in its TPB window: reads
+// see the values, writes to the set, increment and decrement windows do
+// what the hardware does.
+type semBlock struct {
+	c  *Chip
+	nc int
+}
+
+func (b semBlock) Read32(off uint64) (uint32, bool) {
+	b.c.SweepCore(b.nc)
+	a, ok := b.c.SemArea(b.nc)
+	if !ok {
+		return 0, false
+	}
+	return a.Read32(off)
+}
+
+func (b semBlock) Write32(off uint64, v uint32) bool {
+	if off >= AreaSize || off%4 != 0 {
+		return false
+	}
+	b.c.ApplySem(b.nc, off, OpAt(off), v)
+	return true
+}
+
+// initBAR0 assembles BAR0: the firmware's misc RAM, the engines' UDMA
+// blocks, the cores' semaphore windows and the NOTIFIC blocks.
+func (c *Chip) initBAR0() error {
+	f := c.arch
+	mem := c.mem
+	fw := mmio.NewFirmware(firmwareAPIVersion, f.MiscRAMDevice, mem, func(addr uint64) (uint32, bool) {
+		b, ok := mem.Slice(addr, 4)
+		if !ok || addr%4 != 0 {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint32(b), true
+	})
+	faults := c.drv.Faults()
+	fw.ResetBehaviour(c.cfg.ResetLatency, faults.ResetFail)
+	fw.FailRequests(faults.FWIOFail)
+	for off, v := range c.cfg.Identity {
+		fw.Set(off, v)
+	}
+	regions := []mmio.Region{{Name: "misc-ram", Base: f.MiscRAMBar0, Size: mmio.MiscRAMSize, Block: fw}}
+	for i, e := range c.engines {
+		regions = append(regions, mmio.Region{Name: "udma", Base: f.UDMABase(i), Size: dhal.UDMABlockSize, Block: engineBlock{e}})
+	}
+	for nc := range f.CoresPerDevice {
+		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(nc) + dhal.TPBEventsOffset, Size: AreaSize, Block: semBlock{c, nc}})
+	}
+	for nc := range f.CoresPerDevice {
+		b := nq.NewBlock(mem, c.cfg.Epoch)
+		c.coreNQ = append(c.coreNQ, b)
+		regions = append(regions, mmio.Region{Name: "notific", Base: f.NotificationBlock(nc), Size: nq.BlockSize, Block: b})
+	}
+	for ts := range f.TopSPsPerDevice {
+		b := nq.NewBlock(mem, c.cfg.Epoch)
+		c.topSPNQ = append(c.topSPNQ, b)
+		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: nq.BlockSize, Block: b})
+	}
+	bar, err := mmio.NewBAR(f.BAR0Size, regions)
+	if err != nil {
+		return err
+	}
+	c.bar, c.fw = bar, fw
+	return nil
+}
