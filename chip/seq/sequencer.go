@@ -200,6 +200,10 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 	}
 	next = pc + RecordSize
 	class := op.Class()
+	var t0 time.Time
+	if r.tr != nil && class != ClassControl {
+		t0 = r.tr.begin()
+	}
 	switch op {
 	case OpCtrlES:
 		es := rec.ESEvents()
@@ -230,7 +234,7 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 	r.update(ev)
 	r.tally.count(op, class == ClassNotEmulated)
 	if r.tr != nil {
-		r.tr.record(pc, op)
+		r.tr.record(pc, op, class, t0)
 	}
 	return next, st, nil
 }
@@ -275,8 +279,7 @@ func (r *run) wait(pc uint64, op Opcode, ev Events) bool {
 	r.tally.publish(&r.counts)
 	var since time.Time
 	if r.tr != nil {
-		r.tr.flush()
-		since = time.Now()
+		since = r.tr.begin()
 	}
 	for {
 		ch := r.cfg.Sync.Changed() // before the re-check: a change after it closes ch

@@ -63,14 +63,13 @@ func (w Wait) What() string {
 // tracing is a run's trace state, in the running goroutine; only a run
 // with a tracer has one.
 type tracing struct {
-	t      Tracer
-	e      Engine
-	left   int       // events still allowed
-	last   time.Time // end of the last event: where the next starts
-	runPC  uint64    // the pending run of control records
-	runOp  Opcode
-	runN   int
-	runEnd time.Time
+	t     Tracer
+	e     Engine
+	left  int       // events still allowed
+	last  time.Time // end of the last event: where the next starts
+	runPC uint64    // the pending run of control records
+	runOp Opcode
+	runN  int
 }
 
 func newTracing(t Tracer, e Engine, limit int) *tracing {
@@ -94,32 +93,43 @@ func (tr *tracing) emit(ev TraceEvent) {
 	tr.t.Trace(ev)
 }
 
-// record traces one record that just completed.
-func (tr *tracing) record(pc uint64, op Opcode) {
+// begin ends the pending run of control records where something of its
+// own (a wait, an un-emulated record) starts, and returns that time.
+func (tr *tracing) begin() time.Time {
+	now := time.Now()
+	tr.flushAt(now)
+	return now
+}
+
+// record traces one record that just completed; start is from begin for
+// a record that is not a control record. A control record only counts:
+// its run is stamped once, when it ends, so tracing a tight loop costs no
+// clock read per record.
+func (tr *tracing) record(pc uint64, op Opcode, class Class, start time.Time) {
 	if tr.left <= 0 {
 		return
 	}
-	now := time.Now()
-	if op.Class() == ClassControl {
+	if class == ClassControl {
 		if tr.runN == 0 {
 			tr.runPC, tr.runOp = pc, op
 		}
 		tr.runN++
-		tr.runEnd = now
 		return
 	}
-	tr.flush()
-	tr.emit(TraceEvent{Kind: TraceRecord, PC: pc, Op: op, N: 1, Start: tr.last, End: now})
+	now := time.Now()
+	tr.emit(TraceEvent{Kind: TraceRecord, PC: pc, Op: op, N: 1, Start: start, End: now})
 	tr.last = now
 }
 
-// flush sends the pending run of control records.
-func (tr *tracing) flush() {
+// flush sends the pending run of control records, ending now.
+func (tr *tracing) flush() { tr.flushAt(time.Now()) }
+
+func (tr *tracing) flushAt(end time.Time) {
 	if tr.runN == 0 {
 		return
 	}
-	tr.emit(TraceEvent{Kind: TraceRecords, PC: tr.runPC, Op: tr.runOp, N: tr.runN, Start: tr.last, End: tr.runEnd})
-	tr.last, tr.runN = tr.runEnd, 0
+	tr.emit(TraceEvent{Kind: TraceRecords, PC: tr.runPC, Op: tr.runOp, N: tr.runN, Start: tr.last, End: end})
+	tr.last, tr.runN = end, 0
 }
 
 // waited traces a wait that blocked from start until now.
