@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -24,3 +25,18 @@ func (f *traceFlag) Set(v string) error {
 }
 
 const execTraceUsage = "write what the engines and DMA queues do to FILE as Chrome/Perfetto trace events (JSON, complete when the daemon stops; see docs/tracing.md)"
+
+// check finds a trace file that cannot be made, before anything starts.
+func (f *traceFlag) check() error {
+	if f.path == "" {
+		return nil
+	}
+	dir := filepath.Dir(f.path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--exec-trace %s: no directory %s", f.path, dir)
+	}
+	if st, err := os.Stat(f.path); err == nil && st.IsDir() {
+		return fmt.Errorf("--exec-trace %s: a directory, want a file", f.path)
+	}
+	return nil
+}
