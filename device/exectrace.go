@@ -21,9 +21,10 @@ func (s *System) traceDevice(index int) *exectrace.Device {
 	return s.execTrace.Device(index, deviceName(index))
 }
 
-// closeExecTrace completes the trace file once every chip stopped: no
-// engine or queue writes to it any more.
-func (s *System) closeExecTrace() {
+// CloseExecTrace completes the trace file: Close does it once every chip
+// stopped, and a daemon that exits without closing its system (engines
+// may still run) calls it on the way out; what comes after is dropped.
+func (s *System) CloseExecTrace() {
 	if err := s.execTrace.Close(); err != nil {
 		s.log.WithError(err).Warn("exec trace incomplete")
 	}

@@ -251,7 +251,7 @@ func (s *System) Close() {
 		close(d.reset.stop)
 		d.chip.Stop()
 	}
-	s.closeExecTrace()
+	s.CloseExecTrace()
 	for _, d := range s.Devices {
 		d.chip.Close()
 	}
