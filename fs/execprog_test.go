@@ -39,6 +39,12 @@ func newProgClient(t *testing.T) *progClient {
 func newProgClientConfig(t *testing.T, cfg device.Config) *progClient {
 	t.Helper()
 	dir, sys := testutil.MountConfig(t, cfg)
+	return newProgClientOn(t, dir, sys)
+}
+
+// newProgClientOn is newProgClient on a mounted host.
+func newProgClientOn(t *testing.T, dir string, sys *device.System) *progClient {
+	t.Helper()
 	c := &progClient{execClient: newExecClient(t, dir, progCore, 4096), sys: sys, dir: dir}
 	q, err := c.dev.InitNQ(progCore, runtime.NQTypeError, 2, 4096)
 	if err != nil {
