@@ -47,7 +47,9 @@ func (c *Chip) Blocked(nc int) (Hang, bool) {
 }
 
 // coreDMAMoving reports whether a queue of core nc's DMA engines has work
-// in flight.
+// in flight: a worker copying, or descriptors rung and not yet done on an
+// enabled queue (a stalled queue resumes when the stall lifts; an aborted
+// one never does).
 func (c *Chip) coreDMAMoving(nc int) bool {
 	per := c.arch.DMAEnginesPerCore
 	for id := nc * per; id < (nc+1)*per; id++ {
@@ -56,9 +58,20 @@ func (c *Chip) coreDMAMoving(nc int) bool {
 			return false
 		}
 		for q := range dma.QueuesPerEngine {
-			if !e.Idle(q) {
+			if !e.Idle(q) || pending(e, q) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// pending reports rung descriptors left on enabled queue q.
+func pending(e *dma.Engine, q int) bool {
+	for _, d := range []dma.Dir{dma.TX, dma.RX} {
+		st := e.QueueState(q, d)
+		if st.SWStatus == uint32(dma.QueueEnabled) && st.HWStatus == 0 && st.Head != st.Tail {
+			return true
 		}
 	}
 	return false
