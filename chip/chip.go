@@ -6,6 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip/exectrace"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/mmio"
@@ -36,6 +37,9 @@ type Config struct {
 	// Identity are misc-RAM registers the firmware reports from the start
 	// (device id, serial number, server info).
 	Identity map[uint64]uint32
+	// Trace, if set, records the engines' records and waits and the DMA
+	// queues' copies (tracehook.go).
+	Trace *exectrace.Device
 }
 
 // Chip is one emulated Neuron device's silicon: its physical memory and

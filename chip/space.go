@@ -59,7 +59,7 @@ func (c *Chip) initEngines() {
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
 		Fault:              faults.DMA,
 		OnTransfer:         c.power.addBytes,
-		OnCopy:             c.observeCopy,
+		OnCopy:             c.copyObserver(),
 		OnError: func(eng, qid int, status uint32) {
 			c.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
 			c.reportDMAAbort(eng, qid, status)

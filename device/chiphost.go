@@ -91,7 +91,7 @@ func (s *System) chipConfig(index int) chip.Config {
 		Name: deviceName(index), Arch: s.Arch, Backing: s.backing,
 		Log: s.log.WithField("device", index), Epoch: s.epoch,
 		InferenceStart: s.inferenceStart, ExecLatency: s.execLatency, ResetLatency: s.resetLatency,
-		Identity: id,
+		Identity: id, Trace: s.traceDevice(index),
 		PCI: chip.PCIFunction{
 			Vendor: p.PCIVendor, Device: p.PCIDevice, SubVendor: dhal.PCISubsystemVendor, SubDevice: dhal.PCISubsystemDevice,
 			Class: dhal.PCIClass, Revision: uint8(s.Revision), BARs: s.Arch.PCIBARs(index), BAR0Size: s.Arch.BAR0Size, Link: p.PCIeLink(),

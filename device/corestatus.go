@@ -5,15 +5,15 @@ import (
 	"strings"
 
 	"github.com/neuronfs/neuronfs/chip"
-	"github.com/neuronfs/neuronfs/chip/seq"
 )
 
 // CoresFile is the control file (under neuronfs/ at the mount root) that
 // shows what each core's engines are doing with a staged program: where
 // each one is, what it waits for, and how many records it issued and how
 // many of those only had their events honoured (arithmetic that is not
-// emulated). A core whose every running engine waits is marked blocked,
-// the hang a device can only time out on. The driver has no such file.
+// emulated). A core whose every running engine waits, with no DMA of the
+// core moving, is marked blocked (chip.Hang), the hang a device can only
+// time out on. The driver has no such file.
 const CoresFile = "cores"
 
 // coresStatus renders CoresFile: one block per core that has run a
@@ -22,28 +22,19 @@ func (s *System) coresStatus() string {
 	var b strings.Builder
 	for _, d := range s.Devices {
 		for nc := 0; nc < s.Arch.CoresPerDevice && nc < maxCoreSlots; nc++ {
-			writeCore(&b, d.Name(), nc, d.chip.EngineReports(nc))
+			_, blocked := d.chip.Blocked(nc)
+			writeCore(&b, d.Name(), nc, d.chip.EngineReports(nc), blocked)
 		}
 	}
 	return b.String()
 }
 
-func writeCore(b *strings.Builder, dev string, nc int, engines []chip.EngineReport) {
+func writeCore(b *strings.Builder, dev string, nc int, engines []chip.EngineReport, blocked bool) {
 	if len(engines) == 0 {
 		return
 	}
-	waiting, running := 0, 0
-	for _, e := range engines {
-		switch e.Status.State {
-		case seq.Waiting:
-			waiting++
-			running++
-		case seq.Running:
-			running++
-		}
-	}
 	state := ""
-	if running > 0 && waiting == running {
+	if blocked {
 		state = " blocked: every running engine waits"
 	}
 	fmt.Fprintf(b, "%s core %d:%s\n", dev, nc, state)

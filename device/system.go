@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/chip"
+	"github.com/neuronfs/neuronfs/chip/exectrace"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
@@ -61,7 +62,10 @@ type Config struct {
 	// 0 is the default (half of host RAM for memfd, none for a file),
 	// negative no limit.
 	MemoryLimit int64
-	Log         *logrus.Entry
+	// ExecTrace, if set, is a file to write the engines' and DMA queues'
+	// activity to, as Chrome/Perfetto trace events (exectrace.go).
+	ExecTrace string
+	Log       *logrus.Entry
 }
 
 // System is the emulated host: every device of one architecture plus the
@@ -105,6 +109,7 @@ type System struct {
 	epoch                time.Time     // zero of the chips' notification clocks
 	inferenceStart       int           // -1: any semaphore
 	execLatency          time.Duration
+	execTrace            *exectrace.Writer // nil: no --exec-trace
 }
 
 // NewSystem builds the devices described by cfg.
@@ -179,6 +184,10 @@ func NewSystem(cfg Config) (*System, error) {
 	s.hostSpace = mempool.NewHostSpace()
 	// Before the devices: their first resets feed the election.
 	s.pod = s.newPodElection(cfg.Pod)
+	if err := s.openExecTrace(cfg.ExecTrace); err != nil {
+		s.Close()
+		return nil, err
+	}
 	for i := 0; i < inst.Devices; i++ {
 		d, err := newDevice(s, i)
 		if err != nil {
@@ -242,6 +251,7 @@ func (s *System) Close() {
 		close(d.reset.stop)
 		d.chip.Stop()
 	}
+	s.CloseExecTrace()
 	for _, d := range s.Devices {
 		d.chip.Close()
 	}

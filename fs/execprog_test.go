@@ -32,7 +32,19 @@ const progCore = 1
 
 func newProgClient(t *testing.T) *progClient {
 	t.Helper()
-	dir, sys := testutil.Mount(t, "trn2.48xlarge")
+	return newProgClientConfig(t, device.Config{Instance: "trn2.48xlarge"})
+}
+
+// newProgClientConfig is newProgClient on a host built from cfg.
+func newProgClientConfig(t *testing.T, cfg device.Config) *progClient {
+	t.Helper()
+	dir, sys := testutil.MountConfig(t, cfg)
+	return newProgClientOn(t, dir, sys)
+}
+
+// newProgClientOn is newProgClient on a mounted host.
+func newProgClientOn(t *testing.T, dir string, sys *device.System) *progClient {
+	t.Helper()
 	c := &progClient{execClient: newExecClient(t, dir, progCore, 4096), sys: sys, dir: dir}
 	q, err := c.dev.InitNQ(progCore, runtime.NQTypeError, 2, 4096)
 	if err != nil {

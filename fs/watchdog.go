@@ -178,7 +178,9 @@ func (w *watchdog) scan() {
 		return
 	}
 	for _, r := range slow {
-		w.f.log.WithFields(w.fields(r)).Warn("slow request")
+		f := w.fields(r)
+		w.blockedFields(f, r)
+		w.f.log.WithFields(f).Warn("slow request")
 	}
 	if !w.lastDump.IsZero() && time.Since(w.lastDump) < minDumpInterval {
 		w.f.log.WithField("last_dump", w.lastDump.Format(time.RFC3339Nano)).Warn("slow request: goroutines dumped less than " + minDumpInterval.String() + " ago, not again")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
@@ -21,6 +22,8 @@ type Config struct {
 	CSR        CSR                // nil: CSR writes are dropped
 	Notify     func(Notification) // nil: notifications are dropped
 	YieldEvery int                // 0: DefaultYieldEvery
+	Tracer     Tracer             // nil: no execution trace (trace.go)
+	TraceLimit int                // events per run; 0: DefaultTraceLimit
 }
 
 // Program is one run's image: the engine starts at Start and may fetch
@@ -89,6 +92,7 @@ type run struct {
 	img   *Image // set when the program is an Image: fetch without a copy
 	rec   Record
 	tally tally
+	tr    *tracing // nil unless the engine has a Tracer
 }
 
 // Run interprets p until the engine halts, meets garbage, or ctx ends
@@ -96,8 +100,14 @@ type run struct {
 func (s *Sequencer) Run(ctx context.Context, p Program) Result {
 	r := &run{Sequencer: s, p: p, done: ctx.Done()}
 	r.img, _ = p.Mem.(*Image)
+	if s.cfg.Tracer != nil {
+		r.tr = newTracing(s.cfg.Tracer, s.cfg.Engine, s.cfg.TraceLimit)
+	}
 	s.publish(Running, p.Start, 0, Wait{}, nil)
 	res := r.loop(ctx)
+	if r.tr != nil {
+		r.tr.flush()
+	}
 	r.tally.publish(&s.counts)
 	var op Opcode
 	if res.Fault != nil {
@@ -113,6 +123,9 @@ func (r *run) loop(ctx context.Context) Result {
 		if budget--; budget == 0 {
 			budget = r.cfg.YieldEvery
 			r.tally.publish(&r.counts)
+			if r.tr != nil {
+				r.tr.flush() // a long loop shows as it goes
+			}
 			if r.stopped() {
 				return Result{State: Stopped, PC: pc, Err: ctx.Err()}
 			}
@@ -187,6 +200,10 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 	}
 	next = pc + RecordSize
 	class := op.Class()
+	var t0 time.Time
+	if r.tr != nil && class != ClassControl {
+		t0 = r.tr.begin()
+	}
 	switch op {
 	case OpCtrlES:
 		es := rec.ESEvents()
@@ -216,6 +233,9 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 	}
 	r.update(ev)
 	r.tally.count(op, class == ClassNotEmulated)
+	if r.tr != nil {
+		r.tr.record(pc, op, class, t0)
+	}
 	return next, st, nil
 }
 
@@ -257,18 +277,29 @@ func (r *run) wait(pc uint64, op Opcode, ev Events) bool {
 	}
 	r.tally.waits++
 	r.tally.publish(&r.counts)
+	var since time.Time
+	if r.tr != nil {
+		since = r.tr.begin()
+	}
 	for {
 		ch := r.cfg.Sync.Changed() // before the re-check: a change after it closes ch
 		now, ok := r.try(in, ev)
+		w := Wait{Semaphore: in.sem, Idx: ev.WaitIdx, Mode: ev.WaitMode, Value: ev.WaitValue, Now: now}
 		if ok {
+			if r.tr != nil {
+				r.tr.waited(pc, op, since, w, false)
+			}
 			r.publish(Running, pc, op, Wait{}, nil)
 			return true
 		}
-		r.publish(Waiting, pc, op, Wait{Semaphore: in.sem, Idx: ev.WaitIdx, Mode: ev.WaitMode, Value: ev.WaitValue, Now: now}, nil)
+		r.publish(Waiting, pc, op, w, nil)
 		lockrank.AssertUnlocked("seq: engine wait")
 		select {
 		case <-ch:
 		case <-r.done:
+			if r.tr != nil {
+				r.tr.waited(pc, op, since, w, true)
+			}
 			return false
 		}
 	}

@@ -64,6 +64,9 @@ func (h *hostFlags) check() error {
 	if h.execLatency < 0 {
 		return fmt.Errorf("--exec-latency %v: want 0 or more", h.execLatency)
 	}
+	if err := h.execTrace.check(); err != nil {
+		return err
+	}
 	if err := device.CheckFaults(h.inject); err != nil {
 		return fmt.Errorf("--inject: %w", err)
 	}

@@ -41,6 +41,7 @@ type hostFlags struct {
 	transport      transportFlag
 	backing        backingFlag
 	memLimit       limitFlag
+	execTrace      traceFlag
 }
 
 const transportEnv = fs.TransportEnv
@@ -92,6 +93,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	}
 	fs.Var(&h.backing, "memory-backing", "where device memory lives: memfd (host RAM, the default) or file:DIR (sparse files in DIR, which the kernel can write back and reclaim); $"+device.BackingEnv+" sets the default")
 	fs.Var(&h.memLimit, "memory-limit", "cap on the device memory the backing holds, e.g. 8G, or none (default: half of host RAM for memfd, none for file)")
+	fs.Var(&h.execTrace, "exec-trace", execTraceUsage)
 	h.pod.register(fs)
 }
 
@@ -109,6 +111,7 @@ func (h *hostFlags) args() []string {
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
 		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject, "--fuse-transport=" + string(h.transport),
 		"--memory-backing=" + h.backing.String(), "--memory-limit=" + h.memLimit.String(),
+		"--exec-trace=" + h.execTrace.String(),
 	}, h.pod.args()...)
 }
 
@@ -183,6 +186,7 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		NodeSerial:     serial,
 		Backing:        h.backing.b,
 		MemoryLimit:    h.memLimit.n,
+		ExecTrace:      h.execTrace.path,
 		Log:            log,
 	})
 	if err != nil {

@@ -47,6 +47,7 @@ func cmdMount(args []string) int {
 	if err != nil {
 		return failLine("mount", err)
 	}
+	defer sys.CloseExecTrace() // the daemon exits without closing sys
 	defer h.leavePod()
 	// The reaper comes first, so no instant exists where the daemon has
 	// mounted but nobody would clean up after a SIGKILL.

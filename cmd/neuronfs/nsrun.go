@@ -39,6 +39,7 @@ func cmdNsRun(args []string) int {
 	if err != nil {
 		return failLine("run", err)
 	}
+	defer sys.CloseExecTrace() // the daemon exits without closing sys
 	defer h.leavePod()
 	fsys, err := buildView(sys, h, !*noChardev, deviceFDs != deviceFDsFUSE, *rootless)
 	if err != nil {

@@ -68,6 +68,9 @@ func renderTop(cur topSample, prev *topSample) []string {
 		for _, l := range details {
 			b.WriteString(l + "\n")
 		}
+		for _, c := range d.blocked {
+			fmt.Fprintf(&b, "  nc%d blocked: %s\n", c.Core, strings.Join(c.Waiting, "; "))
+		}
 	}
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }

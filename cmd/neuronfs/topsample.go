@@ -28,6 +28,9 @@ type topDevice struct {
 	// held is what an emulator's backing holds of the device (nil on a
 	// real host).
 	held *runtime.DeviceMemory
+	// blocked are its cores whose staged program hangs (an emulator's
+	// neuronfs/cores; none on a real host).
+	blocked []runtime.BlockedCore
 }
 
 type topCore struct {
@@ -62,6 +65,13 @@ func takeSample(h runtime.Host) (topSample, error) {
 		for k := range s.devices {
 			if m, ok := emu.Devices[s.devices[k].index]; ok {
 				s.devices[k].held = &m
+			}
+		}
+	}
+	if blocked, err := h.EmulatorBlocked(); err == nil {
+		for _, b := range blocked {
+			if d := s.device(b.Device); d != nil {
+				d.blocked = append(d.blocked, b)
 			}
 		}
 	}

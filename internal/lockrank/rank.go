@@ -41,6 +41,7 @@ const (
 	RankMemLimit
 	RankTransport
 	RankTestbed
+	RankExecTrace
 	rankCount
 )
 
@@ -79,7 +80,8 @@ var order = [rankCount]Info{
 	RankMemLimit:   {Name: "MemLimit", Owner: "device", Guards: "the host's memory limit (what the backing files hold, checked and reserved before a write)"},
 	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache, on-behalf opens and direct opens (fs), " +
 		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way (chardev); leaves"},
-	RankTestbed: {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
+	RankTestbed:   {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
+	RankExecTrace: {Name: "ExecTrace", Owner: "chip/exectrace", Guards: "the execution trace file (--exec-trace): its buffer, named tracks and counts; a leaf, taken by engines and DMA queues holding nothing"},
 }
 
 // Order lists the ranks outermost first, with what their locks guard.
@@ -127,6 +129,7 @@ type (
 	MemLimit    struct{}
 	Transport   struct{}
 	Testbed     struct{}
+	ExecTrace   struct{}
 )
 
 func (PodElection) Rank() Rank { return RankPodElection }
@@ -150,3 +153,4 @@ func (Registers) Rank() Rank   { return RankRegisters }
 func (MemLimit) Rank() Rank    { return RankMemLimit }
 func (Transport) Rank() Rank   { return RankTransport }
 func (Testbed) Rank() Rank     { return RankTestbed }
+func (ExecTrace) Rank() Rank   { return RankExecTrace }

@@ -1,0 +1,78 @@
+package chip
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/neuronfs/neuronfs/chip/seq"
+	"github.com/neuronfs/neuronfs/dma"
+)
+
+// Hang is a core whose staged program cannot go on by itself: every
+// engine still running waits on a semaphore or event, and none of the
+// core's DMA queues is moving data that could release one. Only the host
+// (a semaphore write, a doorbell, NC_RESET) can end it, which on the
+// device is a timeout.
+type Hang struct {
+	Core    int
+	Waiting []seq.Status // the engines that wait, each at its record
+}
+
+// String says which engine waits at which record for what: "core 1: PE
+// waits at 0x1c0 (CTRL_ES(0xa0)) for semaphore 7 >= 1 (now 0); ACT ...".
+func (h Hang) String() string {
+	parts := make([]string, len(h.Waiting))
+	for i, s := range h.Waiting {
+		parts[i] = s.String()
+	}
+	return fmt.Sprintf("core %d: %s", h.Core, strings.Join(parts, "; "))
+}
+
+// Blocked reports core nc's hang; false when it has no staged run, an
+// engine still runs, or a DMA queue of the core still moves.
+func (c *Chip) Blocked(nc int) (Hang, bool) {
+	h := Hang{Core: nc}
+	for _, e := range c.EngineReports(nc) {
+		switch e.Status.State {
+		case seq.Running:
+			return Hang{}, false
+		case seq.Waiting:
+			h.Waiting = append(h.Waiting, e.Status)
+		}
+	}
+	if len(h.Waiting) == 0 || c.coreDMAMoving(nc) {
+		return Hang{}, false
+	}
+	return h, true
+}
+
+// coreDMAMoving reports whether a queue of core nc's DMA engines has work
+// in flight: a worker copying, or descriptors rung and not yet done on an
+// enabled queue (a stalled queue resumes when the stall lifts; an aborted
+// one never does).
+func (c *Chip) coreDMAMoving(nc int) bool {
+	per := c.arch.DMAEnginesPerCore
+	for id := nc * per; id < (nc+1)*per; id++ {
+		e := c.Engine(id)
+		if e == nil {
+			return false
+		}
+		for q := range dma.QueuesPerEngine {
+			if !e.Idle(q) || pending(e, q) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pending reports rung descriptors left on enabled queue q.
+func pending(e *dma.Engine, q int) bool {
+	for _, d := range []dma.Dir{dma.TX, dma.RX} {
+		st := e.QueueState(q, d)
+		if st.SWStatus == uint32(dma.QueueEnabled) && st.HWStatus == 0 && st.Head != st.Tail {
+			return true
+		}
+	}
+	return false
+}
