@@ -204,9 +204,11 @@ func TestRunRootless(t *testing.T) {
 			cmd := asNobody(t, bin, args...)
 			cmd.Env = append(cmd.Env, rootlessDir+"="+dir)
 			out, err := cmd.Output()
-			want := fmt.Sprintf("ok memory-file\nUid: %s %s\nGid: %s %s\n", c.inside, c.inside, c.inside, c.inside)
-			if err != nil || string(out) != want {
-				t.Fatalf("%v: %q, want %q", err, out, want)
+			// directfds's line goes on with what it counted (signals).
+			want := fmt.Sprintf("Uid: %s %s\nGid: %s %s\n", c.inside, c.inside, c.inside, c.inside)
+			first, rest, _ := strings.Cut(string(out), "\n")
+			if err != nil || !strings.HasPrefix(first+" ", "ok memory-file ") || rest != want {
+				t.Fatalf("%v: %q, want \"ok memory-file ...\\n%s\"", err, out, want)
 			}
 			var st unix.Stat_t
 			if err := unix.Stat(filepath.Join(dir, "made"), &st); err != nil {
