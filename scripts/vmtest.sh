@@ -33,11 +33,12 @@ cd "$(dirname "$0")/.."
 # and signals (the directfds client, also the smoke check), the
 # supervisor's mmap rules and refusals, descriptors across fork, dup and
 # a low descriptor limit, a storm of killed clients, unprivileged clients
-# and signal forwarding. Not here: the C and Python client tests (the
-# guest has no compiler or interpreter), lspci, and mount and its tools
-# (they need passthrough); TestRunChardevOpenStorm works but takes a
-# minute under TCG.
-default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand)$'
+# and signal forwarding; and mount refusing to start without passthrough
+# unless given --degraded-mmap. Not here: the C and Python client tests
+# (the guest has no compiler or interpreter), lspci, and the other mount
+# tests and the tools (they need passthrough); TestRunChardevOpenStorm
+# works but takes a minute under TCG.
+default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough)$'
 run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # As uid 65534 run is rootless: a user namespace, FUSE mounted in it,
 # whiteout stand-ins for /dev/neuronN and every device descriptor from the
@@ -45,8 +46,9 @@ run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # node: TestRunCharacterDevices and TestRunChardevDupFollowed compare
 # stat of /dev/neuronN (a whiteout, 0:0, without root) with the device;
 # TestRunSupervisorLookupWaitsForAnOpen has its client mount FUSE as
-# root. TestRunChecksMmap expects no capabilities by default here.
-default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunChardevLowFDLimit|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand)$'
+# root. TestRunChecksMmap expects no capabilities by default here, and
+# TestNotRootIsOneLine checks that mount, mount --host and cleanup refuse.
+default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunChardevLowFDLimit|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestNotRootIsOneLine)$'
 boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-900}
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
 marker=VMTEST-RESULT
