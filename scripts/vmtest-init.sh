@@ -91,7 +91,7 @@ phase() {
 	esac
 	echo "vmtest: [$name] smoke took $(($(date +%s) - start)) s"
 	start=$(date +%s)
-	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=10m -test.run "$pattern" || fail "$name-tests"
+	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=15m -test.run "$pattern" || fail "$name-tests"
 	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"
 }
 

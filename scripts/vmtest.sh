@@ -17,7 +17,7 @@
 #                            linux-image-cloud-amd64 depends on, if 6.1,
 #                            else the newest linux-image-6.1.0-N-cloud-amd64)
 #   NEURONFS_VMTEST_RUN      -test.run pattern for the guest (default below)
-#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot (default 900)
+#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot, both phases (default 1800)
 #   VMTEST_UNPRIVILEGED      1 (default): then run the smoke check and the
 #                            tests again as uid 65534, a run without root;
 #                            0: root only
@@ -49,7 +49,7 @@ run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # root. TestRunChecksMmap expects no capabilities by default here, and
 # TestNotRootIsOneLine checks that mount, mount --host and cleanup refuse.
 default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunChardevLowFDLimit|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestNotRootIsOneLine)$'
-boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-900}
+boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-1800}
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
 marker=VMTEST-RESULT
 
