@@ -43,6 +43,17 @@ fi
 
 echo "vmtest: Linux $(uname -r), $(nproc) CPUs, $(sed -n 's/MemTotal: *//p' /proc/meminfo)"
 
+# A run without root needs unprivileged user namespaces: Debian's
+# kernel.unprivileged_userns_clone (1 by default since Debian 11) and a
+# nonzero user.max_user_namespaces. Said, and set where they forbid it.
+if [ "$VMTEST_UNPRIVILEGED" = 1 ]; then
+	f=/proc/sys/kernel/unprivileged_userns_clone
+	[ ! -e $f ] || [ "$(cat $f)" = 1 ] || echo 1 >$f || fail userns-clone
+	f=/proc/sys/user/max_user_namespaces
+	[ "$(cat $f)" != 0 ] || echo 1024 >$f || fail max-userns
+	echo "vmtest: kernel.unprivileged_userns_clone=$(cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null || echo absent) user.max_user_namespaces=$(cat $f)"
+fi
+
 export HOME=/tmp TMPDIR=/tmp
 export NEURONFS_REQUIRE_FUSE=1
 export NEURONFS_FUSE_TRANSPORT=classic
@@ -64,6 +75,7 @@ phase() {
 		fi
 	}
 	cd /tmp
+	echo "vmtest: [$name] as $(as id)"
 	# The smoke check runs with run's defaults: the automatic transport
 	# and memory backing, and the automatic device descriptors, which
 	# without passthrough must be the supervisor's.
@@ -79,7 +91,7 @@ phase() {
 	esac
 	echo "vmtest: [$name] smoke took $(($(date +%s) - start)) s"
 	start=$(date +%s)
-	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=10m -test.run "$pattern" || fail "$name-tests"
+	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=15m -test.run "$pattern" || fail "$name-tests"
 	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"
 }
 

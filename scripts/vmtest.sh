@@ -3,7 +3,8 @@
 # busybox initramfs holding static builds of neuronfs and of the
 # cmd/neuronfs test binary, and runs the `neuronfs run` tests there: a
 # kernel without FUSE passthrough or FUSE over io_uring, where run serves
-# device descriptors through its seccomp supervisor.
+# device descriptors through its seccomp supervisor; first as root, then
+# as uid 65534 (a run without root).
 #
 # Needs root only to install what is missing (apt-get: qemu-system-x86,
 # busybox-static, cpio); the kernel package is fetched by name with
@@ -16,11 +17,12 @@
 #                            linux-image-cloud-amd64 depends on, if 6.1,
 #                            else the newest linux-image-6.1.0-N-cloud-amd64)
 #   NEURONFS_VMTEST_RUN      -test.run pattern for the guest (default below)
-#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot (default 900)
-#   VMTEST_UNPRIVILEGED=1    then run the smoke check and the tests again as
-#                            uid 65534 (for a rootless run; off by default)
+#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot, both phases (default 1800)
+#   VMTEST_UNPRIVILEGED      1 (default): then run the smoke check and the
+#                            tests again as uid 65534, a run without root;
+#                            0: root only
 #   NEURONFS_VMTEST_UNPRIVILEGED_RUN  -test.run pattern for that phase
-#                            (default: NEURONFS_VMTEST_RUN's)
+#                            (default below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,13 +33,23 @@ cd "$(dirname "$0")/.."
 # and signals (the directfds client, also the smoke check), the
 # supervisor's mmap rules and refusals, descriptors across fork, dup and
 # a low descriptor limit, a storm of killed clients, unprivileged clients
-# and signal forwarding. Not here: the C and Python client tests (the
-# guest has no compiler or interpreter), lspci, and mount and its tools
-# (they need passthrough); TestRunChardevOpenStorm works but takes a
-# minute under TCG.
-default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand)$'
+# and signal forwarding; and mount refusing to start without passthrough
+# unless given --degraded-mmap. Not here: the C and Python client tests
+# (the guest has no compiler or interpreter), lspci, and the other mount
+# tests and the tools (they need passthrough); TestRunChardevOpenStorm
+# works but takes a minute under TCG.
+default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough)$'
 run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
-boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-900}
+# As uid 65534 run is rootless: a user namespace, FUSE mounted in it,
+# whiteout stand-ins for /dev/neuronN and every device descriptor from the
+# supervisor. The same list but for what needs root or a real device
+# node: TestRunCharacterDevices and TestRunChardevDupFollowed compare
+# stat of /dev/neuronN (a whiteout, 0:0, without root) with the device;
+# TestRunSupervisorLookupWaitsForAnOpen has its client mount FUSE as
+# root. TestRunChecksMmap expects no capabilities by default here, and
+# TestNotRootIsOneLine checks that mount, mount --host and cleanup refuse.
+default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunChardevLowFDLimit|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestNotRootIsOneLine)$'
+boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-1800}
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
 marker=VMTEST-RESULT
 
@@ -160,8 +172,8 @@ echo 'root:x:0:
 nogroup:x:65534:' >"$root/etc/group"
 {
 	printf 'VMTEST_RUN=%q\n' "$run_pattern"
-	printf 'VMTEST_UNPRIVILEGED=%q\n' "${VMTEST_UNPRIVILEGED:-0}"
-	printf 'VMTEST_UNPRIVILEGED_RUN=%q\n' "${NEURONFS_VMTEST_UNPRIVILEGED_RUN:-$run_pattern}"
+	printf 'VMTEST_UNPRIVILEGED=%q\n' "${VMTEST_UNPRIVILEGED:-1}"
+	printf 'VMTEST_UNPRIVILEGED_RUN=%q\n' "${NEURONFS_VMTEST_UNPRIVILEGED_RUN:-$default_unprivileged_run}"
 	printf 'VMTEST_MARKER=%q\n' "$marker"
 } >"$root/etc/vmtest.env"
 cp scripts/vmtest-init.sh "$root/init"

@@ -118,8 +118,10 @@ func failsWithOneLine(t *testing.T, what, stderr string, status int, want string
 // mount, host mode and cleanup need root; run does not (rootless_test.go).
 func TestNotRootIsOneLine(t *testing.T) {
 	if os.Geteuid() != 0 {
-		_, errOut, status := cli(t, "mount", t.TempDir())
-		failsWithOneLine(t, "mount as non-root", errOut, status, "needs root")
+		for _, args := range [][]string{{"mount", t.TempDir()}, {"mount", "--host"}, {"cleanup"}} {
+			_, errOut, status := cli(t, args...)
+			failsWithOneLine(t, strings.Join(args, " ")+" as non-root", errOut, status, "needs root")
+		}
 		return
 	}
 	// Run a copy of the test binary as nobody.

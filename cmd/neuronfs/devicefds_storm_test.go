@@ -188,7 +188,7 @@ func TestRunDeviceFDsStorm(t *testing.T) {
 	for _, mode := range []string{deviceFDsSupervisor, deviceFDsFUSE} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == deviceFDsFUSE && !kernelPassthrough(t) {
-				t.Skip("the kernel has no FUSE passthrough (Linux < 6.9): run --device-fds=fuse refuses to start")
+				t.Skip(noPassthrough + ": run --device-fds=fuse refuses to start")
 			}
 			out, err := runClient(t, 2*time.Minute, []string{"--device-fds=" + mode, "--instance=trn1.2xlarge"}, os.Args[0], "__client", "directstorm")
 			if err != nil || !strings.Contains(out, "storm ok\n") {

@@ -233,7 +233,7 @@ func TestRunDeviceFDs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.mode == deviceFDsFUSE && !kernelPassthrough(t) {
-				t.Skip("the kernel has no FUSE passthrough (Linux < 6.9): run --device-fds=fuse refuses to start, as checked below")
+				t.Skip(noPassthrough + ": run --device-fds=fuse refuses to start, as checked below")
 			}
 			args := []string{"run", "--device-fds=" + c.mode}
 			if c.fileBacking {
@@ -259,7 +259,11 @@ func TestRunDeviceFDs(t *testing.T) {
 	}
 }
 
-// kernelPassthrough reports whether this kernel has FUSE passthrough:
+// noPassthrough is why a run lacks FUSE passthrough when kernelPassthrough
+// says so.
+const noPassthrough = "FUSE passthrough is unavailable to run (Linux < 6.9, or run without root: the kernel allows it to CAP_SYS_ADMIN on the host only)"
+
+// kernelPassthrough reports whether run gets FUSE passthrough here:
 // whether run --no-chardev (FUSE device files only, which need it for
 // mmap) starts rather than naming passthrough as missing.
 func kernelPassthrough(t *testing.T) bool {

@@ -86,9 +86,16 @@ var clients = map[string]func() int{
 	},
 }
 
+// neuronfs is the command running this binary as neuronfs with args. A
+// run needs root and /dev/fuse, or what a run without root needs
+// (requireRun); any other command needs root and /dev/fuse.
 func neuronfs(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	testutil.RequireFUSE(t)
+	if len(args) > 0 && args[0] == "run" {
+		requireRun(t)
+	} else {
+		testutil.RequireFUSE(t)
+	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1")
 	cmd.Stderr = os.Stderr
