@@ -109,20 +109,17 @@ func TestGuardVictim(t *testing.T) {
 		testutil.GuardMount(t, mnt)
 		guardPid = testutil.Guard(t).Pid()
 	}
-	fd, err := unix.Open(filepath.Join(mnt, "dev/neuron0"), unix.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Dup3(fd, 0, 0); err != nil {
-		t.Fatal(err)
-	}
+	// Children start before the device goes to fd 0: a child started
+	// after would have /dev/null put over it before its exec, a flush to
+	// this very mount from a vfork child whose parent thread keeps its P
+	// (and so holds off a stop-the-world the flush's server would need).
 	sleeper := exec.Command("sleep", "1000")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
+	netns := ""
 	if guarded {
 		testutil.GuardProcess(t, sleeper.Process.Pid)
-		netns := ""
 		if _, err := exec.LookPath("ip"); err == nil {
 			netns = fmt.Sprintf("nfsguard%d", os.Getpid())
 			testutil.GuardCommand(t, "ip", "netns", "del", netns)
@@ -132,6 +129,15 @@ func TestGuardVictim(t *testing.T) {
 		} else {
 			testutil.GuardCommand(t, "touch", filepath.Join(dir, "undone"))
 		}
+	}
+	fd, err := unix.Open(filepath.Join(mnt, "dev/neuron0"), unix.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Dup3(fd, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if guarded {
 		fmt.Printf("ready %d %d %d %s\n", sleeper.Process.Pid, guardPid, testutil.Guard(t).Holder(), netns)
 	} else {
 		fmt.Printf("ready %d\n", sleeper.Process.Pid)
