@@ -2,6 +2,7 @@ package seq
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -66,4 +67,36 @@ func BenchmarkControlRecordsCore(b *testing.B) {
 		recs += s.Counts().Records
 	}
 	b.ReportMetric(float64(recs)/NumEngines/b.Elapsed().Seconds(), "records/s/engine")
+}
+
+// BenchmarkControlRecordsBox runs every engine of many cores at once, each
+// core with its own semaphores: cores=128 is a 16-device trn2 box (8
+// NeuronCores a device), 640 engines sharing this machine's CPUs. The
+// metrics are the box's total and the mean per engine.
+func BenchmarkControlRecordsBox(b *testing.B) {
+	for _, cores := range []int{1, 8, 128} {
+		b.Run(fmt.Sprintf("cores=%d", cores), func(b *testing.B) {
+			seqs := make([]*Sequencer, 0, cores*NumEngines)
+			for range cores {
+				w := new(Words)
+				for e := range Engine(NumEngines) {
+					seqs = append(seqs, New(Config{Engine: e, Sync: w}))
+				}
+			}
+			rounds := uint32(b.N/64/len(seqs) + 1)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, s := range seqs {
+				wg.Go(func() { runControl(b, s, rounds) })
+			}
+			wg.Wait()
+			b.StopTimer()
+			var recs uint64
+			for _, s := range seqs {
+				recs += s.Counts().Records
+			}
+			b.ReportMetric(float64(recs)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(float64(recs)/float64(len(seqs))/b.Elapsed().Seconds(), "records/s/engine")
+		})
+	}
 }
