@@ -108,7 +108,7 @@ func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 			continue
 		}
 		eng := seq.Engine(e)
-		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: c.coreSync(nc), Tracer: c.engineTracer(nc, eng), Notify: func(no seq.Notification) { c.seqNotify(nc, r, no) }})
+		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: c.coreSync(nc), CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, eng), Notify: func(no seq.Notification) { c.seqNotify(nc, r, no) }})
 		n++
 	}
 	if n == 0 {

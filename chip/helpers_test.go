@@ -38,7 +38,7 @@ func newTestChip(t *testing.T, instance string) *Chip {
 }
 
 // newTestChipDriver is newTestChip that also returns its driver.
-func newTestChipDriver(t *testing.T, instance string) (*Chip, *testDriver) {
+func newTestChipDriver(t testing.TB, instance string) (*Chip, *testDriver) {
 	t.Helper()
 	inst, err := dhal.LookupInstance(instance)
 	if err != nil {

@@ -352,3 +352,39 @@ func TestIsDefaultH2T(t *testing.T) {
 		}
 	}
 }
+
+// A CSR address names a DMA queue register through the BAR0 layout: on
+// V2 BAR0 is one window at 0xfffc0000000 (misc RAM agrees with it).
+func TestCSRQueueRegister(t *testing.T) {
+	v2, _ := Facts(V2)
+	v3, _ := Facts(V3)
+	for _, tc := range []struct {
+		f        *ArchFacts
+		addr     uint64
+		eng, qid int
+		s2m      bool
+		reg      uint64
+		ok       bool
+	}{
+		{v2, 0xffff0001038, 0, 0, false, UDMAQueueTailInc, true},                      // core 0 engine 0, M2S queue 0
+		{v2, 0xffff0721038 + 0x40000 + 3*0x1000, 17, 3, true, UDMAQueueTailInc, true}, // core 1 engine 1, S2M queue 3
+		{v2, 0xffff0fa0000, 0, 0, false, 0, false},                                    // misc RAM: no queue
+		{v3, 0x8082000000 + 0x100000 + 0x2038, 1, 1, false, UDMAQueueTailInc, true},
+		{v3, 0x8082000000 + 0x200, 0, 0, false, 0, false}, // engine registers, not a queue's
+	} {
+		off, ok := tc.f.CSROffset(tc.addr)
+		if !ok {
+			t.Errorf("%v %#x: outside the register space", tc.f.Arch, tc.addr)
+			continue
+		}
+		eng, qid, s2m, reg, ok := tc.f.UDMAQueueRegister(off)
+		if ok != tc.ok || ok && (eng != tc.eng || qid != tc.qid || s2m != tc.s2m || reg != tc.reg) {
+			t.Errorf("%v %#x: engine %d queue %d s2m %v reg %#x ok %v; want %d %d %v %#x %v", tc.f.Arch, tc.addr, eng, qid, s2m, reg, ok, tc.eng, tc.qid, tc.s2m, tc.reg, tc.ok)
+		}
+	}
+	for _, f := range []*ArchFacts{v2, v3} {
+		if _, ok := f.CSROffset(f.HBMBases[0]); ok {
+			t.Errorf("%v: HBM is register space", f.Arch)
+		}
+	}
+}

@@ -405,3 +405,28 @@ func (e *Engine) Idle(qid int) bool {
 	defer e.mu.Unlock()
 	return e.q[qid%QueuesPerEngine].idle == nil
 }
+
+// TailIncrement makes n more descriptors available on side d of queue
+// qid, as a write to that side's tail-increment register does, and hands
+// the queue to its worker goroutine: unlike Doorbell it moves nothing in
+// the caller's goroutine, so a program's CSR write never waits for a
+// copy. It reports false for a queue out of range or an increment larger
+// than the ring (the hardware's pointer would wrap past the head).
+func (e *Engine) TailIncrement(qid int, d Dir, n uint32) bool {
+	if qid < 0 || qid >= QueuesPerEngine {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := &e.q[qid]
+	r := &q.tx
+	if d == RX {
+		r = &q.rx
+	}
+	if n > r.Size {
+		return false
+	}
+	r.pending = min(r.pending+n, r.Size)
+	e.kickLocked(qid)
+	return true
+}

@@ -265,3 +265,41 @@ func TestArmByRingID(t *testing.T) {
 		}
 	}
 }
+
+// A tail increment makes descriptors available on one side only and the
+// worker moves them once both sides have some; an increment larger than
+// the ring or a queue out of range is refused.
+func TestTailIncrement(t *testing.T) {
+	e, m := newTestEngine(t, 1<<20, Options{})
+	const txRing, rxRing = memBase, memBase + 0x1000
+	src, dst := uint64(memBase+0x10000), uint64(memBase+0x20000)
+	for i := range 64 {
+		m.B[src-memBase+uint64(i)] = byte(i + 1)
+	}
+	if errno := e.InitQueue(1, RingSpec{txRing, 32}, RingSpec{rxRing, 32}); errno != 0 {
+		t.Fatal(errno)
+	}
+	putPairs(m, txRing, rxRing, 32, 0, [][3]uint64{{src, dst, 64}})
+	if !e.TailIncrement(1, TX, 1) {
+		t.Fatal("TX increment refused")
+	}
+	waitIdle(t, e, 1)
+	if st := e.QueueState(1, TX); st.Tail != 1 || st.Completed != 0 {
+		t.Fatalf("TX side %+v after the TX increment alone, want tail 1 and nothing done", st)
+	}
+	if !e.TailIncrement(1, RX, 1) {
+		t.Fatal("RX increment refused")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for e.QueueState(1, RX).Completed != 1 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	waitIdle(t, e, 1)
+	if !bytes.Equal(m.B[dst-memBase:dst-memBase+64], m.B[src-memBase:src-memBase+64]) {
+		t.Error("the copy did not land")
+	}
+	if e.TailIncrement(1, TX, 33) || e.TailIncrement(QueuesPerEngine, TX, 1) || e.TailIncrement(-1, RX, 1) {
+		t.Error("an impossible increment was taken")
+	}
+}
