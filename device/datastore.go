@@ -44,20 +44,29 @@ const (
 // statusCounterIDs maps statusCounters (same order) to datastore ids.
 var statusCounterIDs = []int{1, 16, 4, 5, 11, 2, 3, 7, 17, 18, 6, 19, 20, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40}
 
+// datastores owns a device's datastore slots; it lives under the device
+// lock. Releasing a slot reaches back to the owning device for its
+// memory, chip and metrics.
+type datastores struct {
+	d     *Device
+	slots [datastoreSlots]datastoreSlot
+}
+
 type datastoreSlot struct {
 	pid       int32
 	clearTick uint64
 	chunk     *mempool.Chunk
 }
 
-// initDatastore allocates the slots at probe.
-func (d *Device) initDatastore() error {
-	for i := range d.ds {
+// init allocates the slots at probe.
+func (ds *datastores) init(d *Device) error {
+	ds.d = d
+	for i := range ds.slots {
 		c, err := d.pool.Alloc(mempool.AllocRequest{Size: datastoreSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 		if err != nil {
 			return err
 		}
-		d.ds[i].chunk = c
+		ds.slots[i].chunk = c
 	}
 	return nil
 }
@@ -78,8 +87,9 @@ func dsCounter(mem []byte, nc, id int) uint64 {
 	return binary.LittleEndian.Uint64(mem[off:])
 }
 
-// releaseSlotLocked aggregates a slot into the metrics and clears it.
-func (d *Device) releaseSlotLocked(s *datastoreSlot) {
+// releaseLocked aggregates a slot into the metrics and clears it.
+func (ds *datastores) releaseLocked(s *datastoreSlot) {
+	d := ds.d
 	c := s.chunk
 	if mem, done, res := d.chunkView(c, 0, datastoreSize); res == 0 {
 		for nc := 0; nc < d.sys.Arch.CoresPerDevice; nc++ {
@@ -96,11 +106,12 @@ func (d *Device) releaseSlotLocked(s *datastoreSlot) {
 		}
 		done()
 	}
-	d.clearSlotLocked(s)
+	ds.clearLocked(s)
 }
 
-// clearSlotLocked frees a slot for reuse and zeroes its memory.
-func (d *Device) clearSlotLocked(s *datastoreSlot) {
+// clearLocked frees a slot for reuse and zeroes its memory.
+func (ds *datastores) clearLocked(s *datastoreSlot) {
+	d := ds.d
 	d.sys.mu.Lock()
 	d.sys.dsClearTick++
 	s.clearTick = d.sys.dsClearTick
@@ -109,20 +120,29 @@ func (d *Device) clearSlotLocked(s *datastoreSlot) {
 	d.chip.Punch(s.chunk.PA, s.chunk.Size) // reads back as zeros
 }
 
-func (d *Device) findSlotLocked(pid int32) *datastoreSlot {
-	for i := range d.ds {
-		if d.ds[i].pid == pid {
-			return &d.ds[i]
+// clearAllLocked clears every slot in use: the device's last release.
+func (ds *datastores) clearAllLocked() {
+	for i := range ds.slots {
+		if ds.slots[i].pid != 0 {
+			ds.clearLocked(&ds.slots[i])
+		}
+	}
+}
+
+func (ds *datastores) findLocked(pid int32) *datastoreSlot {
+	for i := range ds.slots {
+		if ds.slots[i].pid == pid {
+			return &ds.slots[i]
 		}
 	}
 	return nil
 }
 
-// freeSlotLocked picks a slot never used, else the one released longest ago.
-func (d *Device) freeSlotLocked() *datastoreSlot {
+// freeLocked picks a slot never used, else the one released longest ago.
+func (ds *datastores) freeLocked() *datastoreSlot {
 	var best *datastoreSlot
-	for i := range d.ds {
-		s := &d.ds[i]
+	for i := range ds.slots {
+		s := &ds.slots[i]
 		if s.pid != 0 {
 			continue
 		}
@@ -142,12 +162,12 @@ func acquireNeuronDS(r *Request, v *ioctl.NeuronDSInfo) Result {
 	var s *datastoreSlot
 	if v.PID != 0 {
 		// A monitor asks for a process's slot.
-		if s = d.findSlotLocked(v.PID); s == nil {
+		if s = d.ds.findLocked(v.PID); s == nil {
 			d.mu.Unlock()
 			return Errno(syscall.ENOENT)
 		}
-	} else if s = d.findSlotLocked(r.Caller.Tgid); s == nil {
-		if s = d.freeSlotLocked(); s == nil {
+	} else if s = d.ds.findLocked(r.Caller.Tgid); s == nil {
+		if s = d.ds.freeLocked(); s == nil {
 			d.mu.Unlock()
 			return Errno(syscall.ENOMEM)
 		}
@@ -167,8 +187,8 @@ func releaseNeuronDS(r *Request, v *ioctl.NeuronDSInfo) Result {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// Only the owner releases; anything else is silently ignored.
-	if s := d.findSlotLocked(pid); s != nil && s.pid == r.Caller.Tgid {
-		d.releaseSlotLocked(s)
+	if s := d.ds.findLocked(pid); s != nil && s.pid == r.Caller.Tgid {
+		d.ds.releaseLocked(s)
 	}
 	return 0
 }

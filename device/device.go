@@ -47,7 +47,7 @@ type Device struct {
 
 	h2t          map[int]*h2tQueue // per core: DMA contexts of its default h2t queue
 	scrubbing    [4]bool           // per HBM channel: a scrub was started and not reaped
-	ds           [datastoreSlots]datastoreSlot
+	ds           datastores
 	nq           [maxCoreSlots][maxNQ]*mempool.Chunk // notification rings by core and queue id
 	tsNQ         [16][maxNQ]*mempool.Chunk           // and by TOP_SP
 	reset        resetEngine
@@ -76,7 +76,7 @@ func newDevice(s *System, index int) (*Device, error) {
 	d.chip = c
 	s.podRAM[index] = c.Firmware()
 	d.pool = mempool.NewOnHost(s.Arch, s.hostSpace, d)
-	if err := d.initDatastore(); err != nil {
+	if err := d.ds.init(d); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
 	}
 	if err := d.initDMA(); err != nil {
@@ -88,12 +88,10 @@ func newDevice(s *System, index int) (*Device, error) {
 	d.pool.ZeroUsage() // sysfs starts counting after probe
 	d.pool.SetAllocFault(s.faults.AllocFail.Load)
 
-	d.reset.work = make(chan struct{}, 1)
-	d.reset.stop = make(chan struct{})
-	go d.resetWorker()
+	d.reset.run(d)
 	// The driver resets every device at probe; opens wait for it.
 	d.mu.Lock()
-	d.startResetLocked(ncMapDevice, resetRequestAll)
+	d.reset.startLocked(ncMapDevice, resetRequestAll)
 	d.mu.Unlock()
 	return d, nil
 }
@@ -177,11 +175,7 @@ func (f *File) Release() {
 	// The last release clears every datastore slot and frees what lives
 	// as long as anyone has the device open.
 	if d.openCount == 0 {
-		for i := range d.ds {
-			if d.ds[i].pid != 0 {
-				d.clearSlotLocked(&d.ds[i])
-			}
-		}
+		d.ds.clearAllLocked()
 		for _, c := range d.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
 			d.discard(c)
 		}

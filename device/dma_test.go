@@ -206,7 +206,7 @@ func TestH2TQueues(t *testing.T) {
 	}
 	// A reset of core 1 frees its eleven queues.
 	d.mu.Lock()
-	d.startResetLocked(1<<1, 77)
+	d.reset.startLocked(1<<1, 77)
 	d.mu.Unlock()
 	if len(d.dma.claims) != 1 {
 		t.Errorf("%d claims after core 1's reset, want core 0's service queue", len(d.dma.claims))

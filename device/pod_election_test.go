@@ -199,7 +199,7 @@ func TestPodUltraServerWithoutPod(t *testing.T) {
 	// A whole-device reset does not re-elect once a decision was made.
 	d := s.Devices[2]
 	d.mu.Lock()
-	d.startResetLocked(ncMapDevice, 55)
+	d.reset.startLocked(ncMapDevice, 55)
 	d.mu.Unlock()
 	time.Sleep(20 * time.Millisecond)
 	if s.Pod().State() != pod.StateFailure {

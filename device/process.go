@@ -80,7 +80,7 @@ func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 	}
 	// The driver first lets a reset the process asked for finish. The
 	// wait releases the lock: look the slot up again afterwards.
-	d.waitResetLocked(ctx, caller.fatal, uint32(tgid), true)
+	d.reset.waitLocked(ctx, caller.fatal, uint32(tgid), true)
 	if p = d.procs.find(tgid); p == nil {
 		return false // the death watch released it meanwhile
 	}
@@ -102,8 +102,8 @@ func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 func (d *Device) releaseProcessLocked(tgid int32) {
 	d.releaseQueuesLocked(tgid)
 	d.releaseCRWLLocked(tgid)
-	if s := d.findSlotLocked(tgid); s != nil {
-		d.releaseSlotLocked(s)
+	if s := d.ds.findLocked(tgid); s != nil {
+		d.ds.releaseLocked(s)
 	}
 	for _, c := range d.pool.FreeExpired(mempool.LifespanCurProcess, tgid) {
 		d.discard(c)

@@ -36,8 +36,11 @@ type resetRequest struct {
 }
 
 // resetEngine is a device's queue of pending and completed-but-unreaped
-// requests. It lives under the device lock.
+// requests and the worker that serves them. Its queues live under the
+// device lock (d.mu); a reset reaches back to the owning device for the
+// per-core state it clears and the device state it sets.
 type resetEngine struct {
+	d         *Device
 	pending   []*resetRequest
 	completed []*resetRequest
 	work      chan struct{} // wakes the worker
@@ -45,6 +48,14 @@ type resetEngine struct {
 	// hardwareResets counts resets performed (after coalescing).
 	hardwareResets int
 	lastFailed     bool // the last of them failed (state.go)
+}
+
+// run sets up the queue and starts the worker, at probe.
+func (e *resetEngine) run(d *Device) {
+	e.d = d
+	e.work = make(chan struct{}, 1)
+	e.stop = make(chan struct{})
+	go e.worker()
 }
 
 func (e *resetEngine) find(id uint32) *resetRequest {
@@ -58,11 +69,11 @@ func (e *resetEngine) find(id uint32) *resetRequest {
 	return nil
 }
 
-// startResetLocked queues a reset of the cores in ncMap, doing at once
+// startLocked queues a reset of the cores in ncMap, doing at once
 // what the driver does at queueing time. It returns 1, as the driver does,
 // if a request with this id is already pending or unreaped.
-func (d *Device) startResetLocked(ncMap, id uint32) Result {
-	e := &d.reset
+func (e *resetEngine) startLocked(ncMap, id uint32) Result {
+	d := e.d
 	if e.find(id) != nil {
 		d.log.WithField("request", id).Warn("reset request already pending")
 		return 1
@@ -93,25 +104,24 @@ func (d *Device) startResetLocked(ncMap, id uint32) Result {
 	return 0
 }
 
-// resetWorker serves the queue until the device closes.
-func (d *Device) resetWorker() {
-	e := &d.reset
+// worker serves the queue until the device closes.
+func (e *resetEngine) worker() {
 	for {
 		select {
 		case <-e.stop:
 			return
 		case <-e.work:
 		}
-		for d.serveResets() {
+		for e.serve() {
 		}
 	}
 }
 
-// serveResets takes what is pending, resets, and records the outcome. It
+// serve takes what is pending, resets, and records the outcome. It
 // reports whether it did anything.
-func (d *Device) serveResets() bool {
+func (e *resetEngine) serve() bool {
+	d := e.d
 	d.mu.Lock()
-	e := &d.reset
 	if len(e.pending) == 0 {
 		d.mu.Unlock()
 		return false
@@ -194,7 +204,7 @@ func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 		if time.Since(start) > s.scaled(f.ResetInitiateMaxWait) {
 			return false
 		}
-		if !d.resetSleep(s.scaled(dhal.ResetInitiatePoll)) {
+		if !d.reset.sleep(s.scaled(dhal.ResetInitiatePoll)) {
 			return false
 		}
 		if time.Since(lastIssue) > s.scaled(reissue) {
@@ -209,7 +219,7 @@ func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 	waitStart := time.Now()
 	for i := 0; ; i++ {
 		step := min(i, dhal.ResetCompletionReads-1)
-		if !d.resetSleep(s.scaled(time.Duration(step) * dhal.ResetCompletionSleepsStep)) {
+		if !d.reset.sleep(s.scaled(time.Duration(step) * dhal.ResetCompletionSleepsStep)) {
 			return false
 		}
 		if bar.Read32(misc+mmio.RegFirmwareStatus)&mmio.StatusResetting == 0 {
@@ -225,25 +235,25 @@ func (s *System) hardwareReset(d *Device, ncMap uint32) bool {
 // finish a reset, whatever the time scale.
 const minResetWait = 500 * time.Millisecond
 
-// resetSleep sleeps unless the device is closing (false).
-func (d *Device) resetSleep(t time.Duration) bool {
+// sleep sleeps unless the device is closing (false).
+func (e *resetEngine) sleep(t time.Duration) bool {
 	if t <= 0 {
 		return true
 	}
 	select {
 	case <-time.After(t):
 		return true
-	case <-d.reset.stop:
+	case <-e.stop:
 		return false
 	}
 }
 
-// waitResetLocked waits for request id and reaps it: 0 completed, 1 failed
+// waitLocked waits for request id and reaps it: 0 completed, 1 failed
 // or unknown (0 when unknown and check is set), -EINTR when the caller is
 // being terminated. Like the driver, only SIGTERM or SIGKILL end the wait;
 // d.mu is released while it waits.
-func (d *Device) waitResetLocked(ctx context.Context, fatal func() bool, id uint32, check bool) int32 {
-	e := &d.reset
+func (e *resetEngine) waitLocked(ctx context.Context, fatal func() bool, id uint32, check bool) int32 {
+	d := e.d
 	req := e.find(id)
 	if req == nil {
 		if check {
@@ -251,8 +261,8 @@ func (d *Device) waitResetLocked(ctx context.Context, fatal func() bool, id uint
 		}
 		return 1
 	}
-	if e := d.waitFatalLocked(ctx, fatal, func() bool { return req.state != resetStarted }); e != 0 {
-		return -int32(e)
+	if errno := d.waitFatalLocked(ctx, fatal, func() bool { return req.state != resetStarted }); errno != 0 {
+		return -int32(errno)
 	}
 	for i, r := range e.completed {
 		if r == req {
@@ -270,7 +280,7 @@ func ncReset(r *Request, v *ioctl.DeviceReset) Result {
 	d := r.Dev()
 	v.RequestID = uint32(r.Caller.Tgid)
 	d.mu.Lock()
-	res := d.startResetLocked(v.NCMap, v.RequestID)
+	res := d.reset.startLocked(v.NCMap, v.RequestID)
 	d.mu.Unlock()
 	if res != 0 {
 		return res
@@ -281,7 +291,7 @@ func ncReset(r *Request, v *ioctl.DeviceReset) Result {
 func ncResetReady(r *Request, v *ioctl.DeviceReady) Result {
 	d := r.Dev()
 	d.mu.Lock()
-	v.Result = d.waitResetLocked(r.Ctx, r.Caller.fatal, v.RequestID, false)
+	v.Result = d.reset.waitLocked(r.Ctx, r.Caller.fatal, v.RequestID, false)
 	d.mu.Unlock()
 	return copyOut(r, r.Arg, v)
 }
@@ -291,7 +301,7 @@ func ncResetReady(r *Request, v *ioctl.DeviceReady) Result {
 func deviceResetDeprecated(r *Request) Result {
 	d := r.Dev()
 	d.mu.Lock()
-	d.startResetLocked(ncMapDevice, uint32(r.Caller.Tgid))
+	d.reset.startLocked(ncMapDevice, uint32(r.Caller.Tgid))
 	d.mu.Unlock()
 	return 0
 }
@@ -301,7 +311,7 @@ func deviceResetDeprecated(r *Request) Result {
 func deviceReadyDeprecated(r *Request) Result {
 	d := r.Dev()
 	d.mu.Lock()
-	res := d.waitResetLocked(r.Ctx, r.Caller.fatal, uint32(r.Caller.Tgid), true)
+	res := d.reset.waitLocked(r.Ctx, r.Caller.fatal, uint32(r.Caller.Tgid), true)
 	d.mu.Unlock()
 	var ok uint8
 	if res == 0 {

@@ -125,7 +125,7 @@ func TestResetWaitSignals(t *testing.T) {
 	interrupted, cancel := context.WithCancel(context.Background())
 	cancel()
 	d.mu.Lock()
-	got := d.waitResetLocked(interrupted, func() bool { return false }, 100, false)
+	got := d.reset.waitLocked(interrupted, func() bool { return false }, 100, false)
 	d.mu.Unlock()
 	if got != 0 {
 		t.Errorf("wait interrupted by a harmless signal: %d, want 0 after completion", got)
@@ -134,7 +134,7 @@ func TestResetWaitSignals(t *testing.T) {
 	call(t, context.Background(), f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
 	start := time.Now()
 	d.mu.Lock()
-	got = d.waitResetLocked(interrupted, func() bool { return true }, 100, false)
+	got = d.reset.waitLocked(interrupted, func() bool { return true }, 100, false)
 	d.mu.Unlock()
 	if got != -int32(syscall.EINTR) || time.Since(start) > 100*time.Millisecond {
 		t.Errorf("wait with SIGTERM pending: %d after %v", got, time.Since(start))
@@ -151,7 +151,7 @@ func TestResetWaitSeesFatalSignalWithoutInterrupt(t *testing.T) {
 	var pending atomic.Bool
 	time.AfterFunc(20*time.Millisecond, func() { pending.Store(true) })
 	d.mu.Lock()
-	got := d.waitResetLocked(context.Background(), pending.Load, 100, false)
+	got := d.reset.waitLocked(context.Background(), pending.Load, 100, false)
 	d.mu.Unlock()
 	if got != -int32(syscall.EINTR) {
 		t.Errorf("wait with SIGTERM pending and no interrupt: %d, want -EINTR", got)

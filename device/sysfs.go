@@ -128,7 +128,7 @@ func (d *Device) storeReset([]byte) syscall.Errno {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.openCount == 0 {
-		d.startResetLocked(ncMapDevice, resetRequestAll)
+		d.reset.startLocked(ncMapDevice, resetRequestAll)
 	}
 	return 0
 }
