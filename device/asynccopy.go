@@ -41,16 +41,18 @@ type h2tQueue struct {
 	ctx [3]dmaContext
 }
 
-func (d *Device) h2tQueueFor(nc int) *h2tQueue {
+// queueFor returns core nc's default h2t queue contexts.
+func (t *h2tTable) queueFor(nc int) *h2tQueue {
+	d := t.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.h2t == nil {
-		d.h2t = map[int]*h2tQueue{}
+	if t.queues == nil {
+		t.queues = map[int]*h2tQueue{}
 	}
-	q, ok := d.h2t[nc]
+	q, ok := t.queues[nc]
 	if !ok {
 		q = &h2tQueue{}
-		d.h2t[nc] = q
+		t.queues[nc] = q
 	}
 	return q
 }
@@ -92,7 +94,7 @@ func (r *Request) waitDMA(nc int, q *h2tQueue, i int32) Result {
 	seq, descs := c.seq, c.descs
 	q.mu.Unlock()
 	d := r.Dev()
-	res := d.dma.driverRings[nc].wait(d, int(i), descs)
+	res := d.h2t.driverRings[nc].wait(d, int(i), descs)
 	q.mu.Lock()
 	if c.seq == seq {
 		c.busy = false // done, or given up on as the driver gives up
@@ -115,7 +117,7 @@ func (r *Request) startCopy(nc int, q *h2tQueue, i int32, dst, src, size uint64)
 			q.mu.Unlock() // another caller started one meanwhile: wait for it too
 			continue
 		}
-		n, ok := d.dma.driverRings[nc].copy(d, int(i), dst, src, size)
+		n, ok := d.h2t.driverRings[nc].copy(d, int(i), dst, src, size)
 		if !ok {
 			q.mu.Unlock()
 			return Errno(syscall.EPERM)
@@ -159,7 +161,7 @@ func asyncCopy(r *Request, src, dst, size, srcOff, dstOff uint64, prev int32) (i
 		return 0, Errno(syscall.EINVAL)
 	}
 	nc := pairCore(sc, dc)
-	q := d.h2tQueueFor(nc)
+	q := d.h2t.queueFor(nc)
 	q.mu.Lock()
 	waitable := prev == dmaCtxNone || prev == next || q.ctx[prev].inUse
 	q.mu.Unlock()
@@ -206,7 +208,7 @@ func memCopyAsyncWait(r *Request, v *ioctl.MemCopyAsyncWait) Result {
 		return Errno(syscall.EINVAL)
 	}
 	nc := pairCore(sc, dc)
-	q := d.h2tQueueFor(nc)
+	q := d.h2t.queueFor(nc)
 	if res := r.waitDMA(nc, q, h); res != 0 {
 		return res
 	}

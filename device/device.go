@@ -45,8 +45,8 @@ type Device struct {
 	state     State
 	changed   chan struct{} // closed on every change waiters may wait for
 
-	h2t          map[int]*h2tQueue // per core: DMA contexts of its default h2t queue
-	scrubbing    [4]bool           // per HBM channel: a scrub was started and not reaped
+	h2t          h2tTable
+	scrubbing    [4]bool // per HBM channel: a scrub was started and not reaped
 	ds           datastores
 	nq           [maxCoreSlots][maxNQ]*mempool.Chunk // notification rings by core and queue id
 	tsNQ         [16][maxNQ]*mempool.Chunk           // and by TOP_SP

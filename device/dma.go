@@ -26,29 +26,25 @@ const (
 
 // dmaState is the driver's bookkeeping around the chip's engines.
 type dmaState struct {
-	owner  map[[2]int]int32     // queues initialised by a process, by (engine, queue)
-	claims map[[2]int]*h2tClaim // h2t queues claimed with H2T_DMA_ALLOC_QUEUES
+	owner map[[2]int]int32 // queues initialised by a process, by (engine, queue)
 	// hostDriven marks queues rung with DMA_QUEUE_COPY_START since their
 	// init; the others are device-driven (the exec queue), armed by the
 	// chip at a doorbell.
 	hostDriven map[[2]int]bool
-	// driverRings are the cores' default h2t queues (h2tring.go).
-	driverRings []*driverRing
-	dummy       *mempool.Chunk
+	dummy      *mempool.Chunk
 }
 
 // initDMA sets up the driver's side of the engines: its tables, the
-// dummy ring and the cores' default h2t queues.
+// dummy ring and the h2t table (the cores' default h2t queues).
 func (d *Device) initDMA() error {
 	d.dma.owner = map[[2]int]int32{}
-	d.dma.claims = map[[2]int]*h2tClaim{}
 	d.dma.hostDriven = map[[2]int]bool{}
 	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return err
 	}
 	d.dma.dummy = c
-	return d.initDriverRings()
+	return d.h2t.init(d)
 }
 
 // engine returns engine id: EINVAL beyond the driver's array. Slots the
@@ -100,7 +96,7 @@ func (r *Request) queueInit(v *ioctl.DMAQueueInit) Result {
 		return Errno(syscall.EINVAL)
 	}
 	d.mu.Lock()
-	if d.isDriverRingLocked(int(v.EngID), int(v.QID)) {
+	if d.h2t.isDriverRingLocked(int(v.EngID), int(v.QID)) {
 		d.mu.Unlock()
 		return Errno(syscall.EALREADY)
 	}

@@ -198,8 +198,8 @@ func TestH2TQueues(t *testing.T) {
 	// Queue 9 belongs to core 1: freeing it for core 0 is ENXIO, the
 	// others still go; the default queue bit is ignored.
 	wantErrno(t, "free", free(0, 1<<0|1<<2|1<<3|1<<9), syscall.ENXIO)
-	if len(d.dma.claims) != 12 {
-		t.Errorf("%d claims after freeing two", len(d.dma.claims))
+	if len(d.h2t.claims) != 12 {
+		t.Errorf("%d claims after freeing two", len(d.h2t.claims))
 	}
 	if st := d.chip.Engine(128).QueueState(2, dma.TX); st.SWStatus != uint32(dma.QueueDisabled) {
 		t.Errorf("freed copy queue still enabled: %+v", st)
@@ -208,7 +208,7 @@ func TestH2TQueues(t *testing.T) {
 	d.mu.Lock()
 	d.reset.startLocked(1<<1, 77)
 	d.mu.Unlock()
-	if len(d.dma.claims) != 1 {
-		t.Errorf("%d claims after core 1's reset, want core 0's service queue", len(d.dma.claims))
+	if len(d.h2t.claims) != 1 {
+		t.Errorf("%d claims after core 1's reset, want core 0's service queue", len(d.h2t.claims))
 	}
 }

@@ -23,6 +23,19 @@ const (
 	h2tCompletionSize = 4096
 )
 
+// h2tTable is the driver's h2t queues: each core's default queue (its
+// driver rings and DMA contexts) and the extra queues claimed with
+// H2T_DMA_ALLOC_QUEUES. Everything but queues' own locks lives under the
+// device lock; the table reaches back to its device for memory and
+// engines.
+type h2tTable struct {
+	d      *Device
+	claims map[[2]int]*h2tClaim // claimed queues by (engine, queue)
+	// driverRings are the cores' default h2t queues (h2tring.go).
+	driverRings []*driverRing
+	queues      map[int]*h2tQueue // per core: DMA contexts of its default queue
+}
+
 // h2tClaim is one claimed queue of an h2t engine.
 type h2tClaim struct {
 	nc    int
@@ -31,32 +44,33 @@ type h2tClaim struct {
 	compl *mempool.Chunk   // its async completion queue (driver 2.27), also in rings
 }
 
-// claimH2TLocked claims the first free non-default queue of core nc's h2t
+// claimLocked claims the first free non-default queue of core nc's h2t
 // engine; copy queues get their rings programmed.
-func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result) {
+func (t *h2tTable) claimLocked(nc int, copyQueue bool, tgid int32) (int, Result) {
+	d := t.d
 	eng := d.sys.Arch.H2TEngine(nc)
 	for q := range dma.QueuesPerEngine {
 		key := [2]int{eng, q}
-		if d.sys.Arch.IsDefaultH2T(eng, q) || d.dma.claims[key] != nil {
+		if d.sys.Arch.IsDefaultH2T(eng, q) || t.claims[key] != nil {
 			continue
 		}
 		cl := &h2tClaim{nc: nc, copy: copyQueue}
 		if !copyQueue {
-			d.dma.claims[key] = cl
+			t.claims[key] = cl
 			d.dma.owner[key] = tgid
 			return q, 0
 		}
 		for _, size := range []uint64{h2tRingDescs * dmadesc.Size, h2tRingDescs * dmadesc.Size, h2tCompletionSize} {
 			c, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(nc), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 			if err != nil {
-				d.freeClaimRingsLocked(cl)
+				t.freeRingsLocked(cl)
 				return 0, errnoOf(err)
 			}
 			cl.rings = append(cl.rings, c)
 		}
-		c, err := d.newAsyncComplQueue()
+		c, err := t.newAsyncComplQueue()
 		if err != nil {
-			d.freeClaimRingsLocked(cl)
+			t.freeRingsLocked(cl)
 			return 0, errnoOf(err)
 		}
 		if c != nil {
@@ -66,67 +80,71 @@ func (d *Device) claimH2TLocked(nc int, copyQueue bool, tgid int32) (int, Result
 		tx := dma.RingSpec{Base: cl.rings[0].PA, Size: h2tRingDescs}
 		rx := dma.RingSpec{Base: cl.rings[1].PA, Size: h2tRingDescs}
 		if errno := d.chip.Engine(eng).InitQueue(q, tx, rx); errno != 0 {
-			d.freeClaimRingsLocked(cl)
+			t.freeRingsLocked(cl)
 			return 0, Errno(errno)
 		}
-		d.dma.claims[key] = cl
+		t.claims[key] = cl
 		return q, 0
 	}
 	return 0, Errno(syscall.EPERM) // no free queue
 }
 
-func (d *Device) freeClaimRingsLocked(cl *h2tClaim) {
+func (t *h2tTable) freeRingsLocked(cl *h2tClaim) {
+	d := t.d
 	for _, c := range cl.rings {
 		d.freeChunk(c, 0)
 	}
 	cl.rings = nil
 }
 
-// releaseH2TLocked frees queue q of core nc's engine.
-func (d *Device) releaseH2TLocked(nc, q int) {
+// releaseLocked frees queue q of core nc's engine.
+func (t *h2tTable) releaseLocked(nc, q int) {
+	d := t.d
 	eng := d.sys.Arch.H2TEngine(nc)
 	key := [2]int{eng, q}
-	cl := d.dma.claims[key]
+	cl := t.claims[key]
 	if cl == nil {
 		return
 	}
 	if cl.copy {
 		d.chip.Engine(eng).DisableQueue(q)
-		d.freeClaimRingsLocked(cl)
+		t.freeRingsLocked(cl)
 	} else {
 		delete(d.dma.owner, key)
 	}
-	delete(d.dma.claims, key)
+	delete(t.claims, key)
 }
 
-// releaseCoreH2TLocked frees every queue claimed for core nc (core reset).
-func (d *Device) releaseCoreH2TLocked(nc int) {
-	for key, cl := range d.dma.claims {
+// releaseCoreLocked frees every queue claimed for core nc (core reset).
+func (t *h2tTable) releaseCoreLocked(nc int) {
+	for key, cl := range t.claims {
 		if cl.nc == nc {
-			d.releaseH2TLocked(nc, key[1])
+			t.releaseLocked(nc, key[1])
 		}
 	}
 }
 
-// isH2TCopyQueue reports whether queue q of core nc's h2t engine serves
+// isCopyQueue reports whether queue q of core nc's h2t engine serves
 // that core's driver copies: its default queue or a claimed copy queue.
-func (d *Device) isH2TCopyQueue(nc, q int) bool {
+func (t *h2tTable) isCopyQueue(nc, q int) bool {
+	d := t.d
 	if q == d.sys.Arch.H2TDefaultQueue(nc) {
 		return true
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cl := d.dma.claims[[2]int{d.sys.Arch.H2TEngine(nc), q}]
+	cl := t.claims[[2]int{d.sys.Arch.H2TEngine(nc), q}]
 	return cl != nil && cl.copy && cl.nc == nc
 }
 
 // isDriverRing reports whether (eng, q) holds driver rings that
 // DMA_QUEUE_INIT must not replace.
-func (d *Device) isDriverRingLocked(eng, q int) bool {
+func (t *h2tTable) isDriverRingLocked(eng, q int) bool {
+	d := t.d
 	if d.sys.Arch.IsDefaultH2T(eng, q) {
 		return true
 	}
-	cl := d.dma.claims[[2]int{eng, q}]
+	cl := t.claims[[2]int{eng, q}]
 	return cl != nil && cl.copy
 }
 
@@ -139,7 +157,7 @@ func h2tAllocQueues(r *Request, v *ioctl.H2TDMAAllocQueues) Result {
 	var claimed []int
 	fail := func(res Result) Result {
 		for _, q := range claimed {
-			d.releaseH2TLocked(int(v.NCID), q)
+			d.h2t.releaseLocked(int(v.NCID), q)
 		}
 		d.mu.Unlock()
 		return res
@@ -147,7 +165,7 @@ func h2tAllocQueues(r *Request, v *ioctl.H2TDMAAllocQueues) Result {
 	v.CopyQueueBmap, v.ServiceQueueBmap = 0, 0
 	for i := range int(v.CopyQueueCnt) + int(v.ServiceQueueCnt) {
 		copyQueue := i < int(v.CopyQueueCnt)
-		q, res := d.claimH2TLocked(int(v.NCID), copyQueue, r.Caller.Tgid)
+		q, res := d.h2t.claimLocked(int(v.NCID), copyQueue, r.Caller.Tgid)
 		if res != 0 {
 			return fail(res)
 		}
@@ -180,11 +198,11 @@ func h2tFreeQueues(r *Request, v *ioctl.H2TDMAFreeQueues) Result {
 		if v.QueueBmap&(1<<q) == 0 || d.sys.Arch.IsDefaultH2T(eng, q) {
 			continue
 		}
-		if cl := d.dma.claims[[2]int{eng, q}]; cl == nil || cl.nc != nc {
+		if cl := d.h2t.claims[[2]int{eng, q}]; cl == nil || cl.nc != nc {
 			res = Errno(syscall.ENXIO)
 			continue
 		}
-		d.releaseH2TLocked(nc, q)
+		d.h2t.releaseLocked(nc, q)
 	}
 	return res
 }

@@ -24,7 +24,8 @@ const (
 // newAsyncComplQueue allocates and initialises one queue, or returns nil
 // for drivers before 2.27. The driver charges it to core 0. Callers hold
 // d.mu or run before the device serves requests.
-func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
+func (t *h2tTable) newAsyncComplQueue() (*mempool.Chunk, error) {
+	d := t.d
 	if !d.sys.quirks.AsyncCompletionQueues {
 		return nil, nil
 	}
@@ -47,13 +48,13 @@ func (d *Device) newAsyncComplQueue() (*mempool.Chunk, error) {
 
 // asyncComplQueueLocked returns the completion queue of queue q of engine
 // eng, if that queue is a driver copy queue that has one.
-func (d *Device) asyncComplQueueLocked(eng, q int) *mempool.Chunk {
-	for _, r := range d.dma.driverRings {
+func (t *h2tTable) asyncComplQueueLocked(eng, q int) *mempool.Chunk {
+	for _, r := range t.driverRings {
 		if r != nil && r.eng == eng && r.qid == q {
 			return r.compl
 		}
 	}
-	if cl := d.dma.claims[[2]int{eng, q}]; cl != nil && cl.copy {
+	if cl := t.claims[[2]int{eng, q}]; cl != nil && cl.copy {
 		return cl.compl
 	}
 	return nil
@@ -75,7 +76,7 @@ func asyncH2TComplQueues(r *Request, v *ioctl.GetAsyncH2TDMAComplQueues) Result 
 		if v.QIDBitmap&(1<<q) == 0 {
 			continue
 		}
-		c := d.asyncComplQueueLocked(eng, q)
+		c := d.h2t.asyncComplQueueLocked(eng, q)
 		if c == nil {
 			d.mu.Unlock()
 			return Errno(syscall.EINVAL)

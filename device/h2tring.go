@@ -36,10 +36,12 @@ const (
 	minCopyWait = time.Second
 )
 
-// initDriverRings programs every core's default h2t queue with its rings.
-func (d *Device) initDriverRings() error {
+// init programs every core's default h2t queue with its rings.
+func (t *h2tTable) init(d *Device) error {
+	t.d = d
+	t.claims = map[[2]int]*h2tClaim{}
 	f := d.sys.Arch
-	d.dma.driverRings = make([]*driverRing, f.CoresPerDevice)
+	t.driverRings = make([]*driverRing, f.CoresPerDevice)
 	for c := range f.CoresPerDevice {
 		r := &driverRing{eng: f.H2TEngine(c), qid: f.H2TDefaultQueue(c), ringID: dmadesc.InitialRingID}
 		for _, p := range []**mempool.Chunk{&r.tx, &r.rx, &r.marks} {
@@ -54,14 +56,14 @@ func (d *Device) initDriverRings() error {
 			*p = ch
 		}
 		var err error
-		if r.compl, err = d.newAsyncComplQueue(); err != nil {
+		if r.compl, err = t.newAsyncComplQueue(); err != nil {
 			return err
 		}
 		spec := func(ch *mempool.Chunk) dma.RingSpec { return dma.RingSpec{Base: ch.PA, Size: h2tRingDescs} }
 		if errno := d.chip.Engine(r.eng).InitQueue(r.qid, spec(r.tx), spec(r.rx)); errno != 0 {
 			return errno
 		}
-		d.dma.driverRings[c] = r
+		t.driverRings[c] = r
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func (e *resetEngine) startLocked(ncMap, id uint32) Result {
 			d.modelStarted[c] = 0
 			d.destroyNQsLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
-				d.releaseCoreH2TLocked(c)
+				d.h2t.releaseCoreLocked(c)
 				d.chip.ResetExec(c)
 			}
 			if c < d.sys.Arch.CoresPerDevice {

@@ -46,7 +46,7 @@ func (d *Device) zeroCopyQueue(c *mempool.Chunk, qid int32) Result {
 	if d.sys.Arch.Arch == dhal.V2 {
 		return Errno(syscall.EINVAL)
 	}
-	if !d.isH2TCopyQueue(c.NCID, q) {
+	if !d.h2t.isCopyQueue(c.NCID, q) {
 		return Errno(syscall.ENOENT)
 	}
 	return 0
