@@ -48,8 +48,7 @@ type Device struct {
 	h2t          h2tTable
 	scrubbing    [4]bool // per HBM channel: a scrub was started and not reaped
 	ds           datastores
-	nq           [maxCoreSlots][maxNQ]*mempool.Chunk // notification rings by core and queue id
-	tsNQ         [16][maxNQ]*mempool.Chunk           // and by TOP_SP
+	nq           nqTable
 	reset        resetEngine
 	metrics      metrics
 	crwl         crwlState
@@ -65,6 +64,7 @@ type Device struct {
 func newDevice(s *System, index int) (*Device, error) {
 	d := &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index),
 		classPM: classDevicePM(), pciPM: pciFunctionPM()}
+	d.nq.d = d
 	d.power.init()
 	for i := range d.cinit {
 		d.cinit[i] = cinitInvalid

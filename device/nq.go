@@ -25,16 +25,26 @@ const (
 // nqID is the driver's u8 arithmetic.
 func nqID(nqType uint32, engine uint8) uint8 { return uint8(nqType*nqPerType) + engine }
 
+// nqTable is a device's notification rings by core and by TOP_SP, and
+// queue id. It lives under the device lock and reaches back to its
+// device for memory and the chip's NOTIFIC slots.
+type nqTable struct {
+	d     *Device
+	core  [maxCoreSlots][maxNQ]*mempool.Chunk
+	topSP [16][maxNQ]*mempool.Chunk
+}
+
 // nqSpec is one init request, whichever command carried it.
 type nqSpec struct {
 	devType, devID, nqType, engine, size, channel uint32
 	host, force                                   bool
 }
 
-// initNQ allocates (or reuses) the ring of the queue spec names, as
-// nnq_init and ts_nq_init do.
-func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
-	table, nc, res := d.nqTarget(s.devType, s.devID, s.size)
+// initQueue allocates (or reuses) the ring of the queue spec names, as
+// nnq_init and ts_nq_init do. It takes the device lock.
+func (t *nqTable) initQueue(r *Request, s nqSpec) (*mempool.Chunk, Result) {
+	d := t.d
+	table, nc, res := t.target(s.devType, s.devID, s.size)
 	if res != 0 {
 		return nil, res
 	}
@@ -59,25 +69,27 @@ func (d *Device) initNQ(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	}
 	d.chip.Fill(fresh.PA, fresh.Size)
 	table[id] = fresh
-	d.programNQ(s, fresh)
+	t.program(s, fresh)
 	if c != nil {
 		d.freeChunk(c, 0)
 	}
 	return fresh, 0
 }
 
-// programNQ binds a fresh ring to its NOTIFIC slot (the engine index), as
+// program binds a fresh ring to its NOTIFIC slot (the engine index), as
 // the driver writes base and size. TRACE_DMA queues belong to the DMA
 // engines' own notification blocks, which are not emulated.
-func (d *Device) programNQ(s nqSpec, c *mempool.Chunk) {
+func (t *nqTable) program(s nqSpec, c *mempool.Chunk) {
+	d := t.d
 	if s.nqType == ioctl.NQTypeTraceDMA { // in a DMA engine's own notification block
 		return
 	}
 	d.chip.ProgramNQ(s.devType == nqDevTypeTopSP, int(uint8(s.devID)), int(s.engine), c.PA, s.size)
 }
 
-// nqTarget checks the queue's owner and picks its table and core.
-func (d *Device) nqTarget(devType, devID uint32, size uint32) (*[maxNQ]*mempool.Chunk, uint32, Result) {
+// target checks the queue's owner and picks its table and core.
+func (t *nqTable) target(devType, devID uint32, size uint32) (*[maxNQ]*mempool.Chunk, uint32, Result) {
+	d := t.d
 	if size&(size-1) != 0 {
 		return nil, 0, Errno(syscall.EINVAL) // rings are powers of two
 	}
@@ -88,13 +100,13 @@ func (d *Device) nqTarget(devType, devID uint32, size uint32) (*[maxNQ]*mempool.
 		if nc >= uint32(a.CoresPerDevice) || a.ActiveCoreMap&(1<<nc) == 0 {
 			return nil, 0, Errno(syscall.EINVAL)
 		}
-		return &d.nq[nc], nc, 0
+		return &t.core[nc], nc, 0
 	case nqDevTypeTopSP:
 		ts := uint32(uint8(devID))
 		if ts >= uint32(a.TopSPsPerDevice) {
 			return nil, 0, Errno(syscall.EINVAL)
 		}
-		return &d.tsNQ[ts], ts / uint32(a.TopSPsPerDevice/a.CoresPerDevice), 0
+		return &t.topSP[ts], ts / uint32(a.TopSPsPerDevice/a.CoresPerDevice), 0
 	}
 	return nil, 0, Errno(syscall.ENOSYS)
 }
@@ -129,7 +141,7 @@ func notificationsInitRealloc(r *Request, v *ioctl.NotificationsInitWithReallocV
 // initNQFor initialises a queue for the caller and hands out its handle.
 func initNQFor(r *Request, s nqSpec) (*mempool.Chunk, uint64, Result) {
 	d := r.Dev()
-	c, res := d.initNQ(r, s)
+	c, res := d.nq.initQueue(r, s)
 	if res != 0 {
 		return nil, 0, res
 	}
@@ -142,7 +154,7 @@ func initNQFor(r *Request, s nqSpec) (*mempool.Chunk, uint64, Result) {
 
 // notificationsInitV1: cores only, host memory only, no handle.
 func notificationsInitV1(r *Request, v *ioctl.NotificationsInitV1) Result {
-	c, res := r.Dev().initNQ(r, nqSpec{devType: nqDevTypeCore, devID: v.NCID, nqType: v.NQType, engine: v.EngineIndex, size: v.Size, host: true})
+	c, res := r.Dev().nq.initQueue(r, nqSpec{devType: nqDevTypeCore, devID: v.NCID, nqType: v.NQType, engine: v.EngineIndex, size: v.Size, host: true})
 	if res != 0 {
 		return res
 	}
@@ -150,26 +162,27 @@ func notificationsInitV1(r *Request, v *ioctl.NotificationsInitV1) Result {
 	return copyOut(r, r.Arg, v)
 }
 
-// destroyNQsLocked halts and frees a core's queues and its TOP_SPs' (at
+// destroyLocked halts and frees a core's queues and its TOP_SPs' (at
 // reset).
-func (d *Device) destroyNQsLocked(nc int) {
+func (t *nqTable) destroyLocked(nc int) {
+	d := t.d
 	a := d.sys.Arch
 	if nc >= a.CoresPerDevice {
 		return
 	}
 	per := a.TopSPsPerDevice / a.CoresPerDevice
 	d.chip.HaltNQs(nc, per)
-	for i, c := range d.nq[nc] {
+	for i, c := range t.core[nc] {
 		if c != nil {
 			d.freeChunk(c, 0)
-			d.nq[nc][i] = nil
+			t.core[nc][i] = nil
 		}
 	}
 	for ts := nc * per; ts < (nc+1)*per; ts++ {
-		for i, c := range d.tsNQ[ts] {
+		for i, c := range t.topSP[ts] {
 			if c != nil {
 				d.freeChunk(c, 0)
-				d.tsNQ[ts][i] = nil
+				t.topSP[ts][i] = nil
 			}
 		}
 	}

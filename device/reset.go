@@ -85,7 +85,7 @@ func (e *resetEngine) startLocked(ncMap, id uint32) Result {
 		if ncMap == ncMapDevice || ncMap&(1<<c) != 0 {
 			d.cinit[c] = cinitInvalid
 			d.modelStarted[c] = 0
-			d.destroyNQsLocked(c)
+			d.nq.destroyLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
 				d.h2t.releaseCoreLocked(c)
 				d.chip.ResetExec(c)
