@@ -39,16 +39,16 @@ func cinitSetState(r *Request, v *ioctl.CInitSet) Result {
 		switch *state {
 		case cinitInvalid:
 			*state = cinitStarted
-			d.notifyLocked()
+			d.wait.notifyLocked()
 		case cinitStarted:
 			// Another process is initialising: wait for it, but not
 			// forever; the caller decides from new_state.
-			d.waitLocked(cinitWait, func() bool { return *state == cinitCompleted })
+			d.wait.waitLocked(cinitWait, func() bool { return *state == cinitCompleted })
 		}
 	case cinitCompleted:
 		if *state == cinitStarted {
 			*state = cinitCompleted
-			d.notifyLocked()
+			d.wait.notifyLocked()
 		} else {
 			d.log.WithField("core", v.NCID).Warn("core init completed without being started")
 		}

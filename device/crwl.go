@@ -70,14 +70,14 @@ func onSlot(r *Request, op func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Er
 
 func crwlReaderEnter(r *Request) Result {
 	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
-		if e := d.waitLocked(crwlReaderWait, func() bool { return !s.writerAcquired }); e != 0 {
+		if e := d.wait.waitLocked(crwlReaderWait, func() bool { return !s.writerAcquired }); e != 0 {
 			return e
 		}
 		if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
 			return e
 		}
 		s.readers++
-		d.notifyLocked()
+		d.wait.notifyLocked()
 		return 0
 	})
 }
@@ -91,18 +91,18 @@ func crwlReaderExit(r *Request) Result {
 			return syscall.EINVAL
 		}
 		s.readers--
-		d.notifyLocked()
+		d.wait.notifyLocked()
 		return 0
 	})
 }
 
 func crwlWriterEnter(r *Request) Result {
 	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
-		if e := d.waitLocked(crwlWriterWait, func() bool { return !s.writerAcquired && s.readers == 0 }); e != 0 {
+		if e := d.wait.waitLocked(crwlWriterWait, func() bool { return !s.writerAcquired && s.readers == 0 }); e != 0 {
 			return e
 		}
 		s.writerAcquired = true
-		d.notifyLocked()
+		d.wait.notifyLocked()
 		// Another thread of this process already loaded this model.
 		if s.writerPID == r.Caller.Tgid && s.uuid == v.UUID {
 			return syscall.EALREADY
@@ -122,7 +122,7 @@ func crwlWriterDowngrade(r *Request) Result {
 		}
 		s.writerAcquired = false
 		s.readers = 1
-		d.notifyLocked()
+		d.wait.notifyLocked()
 		return 0
 	})
 }
@@ -134,7 +134,7 @@ func (d *Device) releaseCRWLLocked(tgid int32) {
 			*s = crwlSlot{}
 		}
 	}
-	d.notifyLocked()
+	d.wait.notifyLocked()
 }
 
 // lockMapLocked reports, for DEVICE_GET_ALL_APPS_INFO, the cores among the

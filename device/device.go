@@ -43,7 +43,7 @@ type Device struct {
 	openCount int // normal-fd opens not yet released
 	procs     processTable
 	state     State
-	changed   chan struct{} // closed on every change waiters may wait for
+	wait      waiters
 
 	h2t          h2tTable
 	scrubbing    [4]bool // per HBM channel: a scrub was started and not reaped
@@ -64,6 +64,7 @@ type Device struct {
 func newDevice(s *System, index int) (*Device, error) {
 	d := &Device{Index: index, sys: s, state: StateReady, log: s.log.WithField("device", index),
 		classPM: classDevicePM(), pciPM: pciFunctionPM()}
+	d.wait.mu = &d.mu
 	d.nq.d = d
 	d.power.init()
 	for i := range d.cinit {
@@ -129,7 +130,7 @@ func (d *Device) Open(ctx context.Context, caller Caller, flags int) (*File, sys
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.openCount++
-	if d.waitFatalLocked(ctx, caller.fatal, func() bool { return d.state != StateReset }) != 0 {
+	if d.wait.waitFatalLocked(ctx, caller.fatal, func() bool { return d.state != StateReset }) != 0 {
 		d.openCount--
 		return nil, syscall.EINTR
 	}

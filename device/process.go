@@ -90,7 +90,7 @@ func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 	}
 	d.releaseProcessLocked(tgid)
 	*p = process{}
-	d.notifyLocked()
+	d.wait.notifyLocked()
 	d.log.WithFields(logrus.Fields{"tgid": tgid, "exited": gone}).Debug("process detached")
 	return true
 }

@@ -96,7 +96,7 @@ func (e *resetEngine) startLocked(ncMap, id uint32) Result {
 		}
 	}
 	e.pending = append(e.pending, &resetRequest{id: id, ncMap: ncMap})
-	d.notifyLocked()
+	d.wait.notifyLocked()
 	select {
 	case e.work <- struct{}{}:
 	default:
@@ -176,7 +176,7 @@ func (e *resetEngine) serve() bool {
 		}
 		e.completed = append(e.completed, batch...)
 	}
-	d.notifyLocked()
+	d.wait.notifyLocked()
 	return true
 }
 
@@ -261,7 +261,7 @@ func (e *resetEngine) waitLocked(ctx context.Context, fatal func() bool, id uint
 		}
 		return 1
 	}
-	if errno := d.waitFatalLocked(ctx, fatal, func() bool { return req.state != resetStarted }); errno != 0 {
+	if errno := d.wait.waitFatalLocked(ctx, fatal, func() bool { return req.state != resetStarted }); errno != 0 {
 		return -int32(errno)
 	}
 	for i, r := range e.completed {

@@ -209,7 +209,7 @@ func NewSystem(cfg Config) (*System, error) {
 	// Like probe, construction ends when every device's first reset has.
 	for _, d := range s.Devices {
 		d.mu.Lock()
-		d.waitFatalLocked(context.Background(), func() bool { return false }, func() bool { return d.state != StateReset })
+		d.wait.waitFatalLocked(context.Background(), func() bool { return false }, func() bool { return d.state != StateReset })
 		d.mu.Unlock()
 	}
 	// The driver's first power sample follows the probe at once: it rolls

@@ -19,39 +19,47 @@ import (
 // that came without a FUSE interrupt (a blocked signal raises none).
 const fatalPoll = 10 * time.Millisecond
 
+// waiters is a device's wake-ups: every change a waiter may wait for
+// closes changed. It lives under the device lock, which its waits drop
+// while they sleep; mu points at that lock.
+type waiters struct {
+	mu      *lockrank.Mutex[lockrank.Device]
+	changed chan struct{} // closed on every change waiters may wait for
+}
+
 // notifyLocked wakes every waiter of the device; call it, with d.mu held,
 // after any change a waiter may be waiting for.
-func (d *Device) notifyLocked() {
-	if d.changed != nil {
-		close(d.changed)
+func (w *waiters) notifyLocked() {
+	if w.changed != nil {
+		close(w.changed)
 	}
-	d.changed = make(chan struct{})
+	w.changed = make(chan struct{})
 }
 
 // waitLocked waits, with d.mu held on entry and on return but released
 // while sleeping, until ready() holds; it gives up with EBUSY after
 // budget. Signals do not end it: every such wait of the driver polls
 // with a bounded budget and never looks at them.
-func (d *Device) waitLocked(budget time.Duration, ready func() bool) syscall.Errno {
+func (w *waiters) waitLocked(budget time.Duration, ready func() bool) syscall.Errno {
 	if ready() {
 		return 0
 	}
 	deadline := time.NewTimer(budget)
 	defer deadline.Stop()
 	for !ready() {
-		ch := d.changedLocked()
-		d.mu.Unlock()
+		ch := w.changedLocked()
+		w.mu.Unlock()
 		lockrank.AssertUnlocked("device wait")
 		select {
 		case <-ch:
 		case <-deadline.C:
-			d.mu.Lock()
+			w.mu.Lock()
 			if ready() {
 				return 0
 			}
 			return syscall.EBUSY
 		}
-		d.mu.Lock()
+		w.mu.Lock()
 	}
 	return 0
 }
@@ -59,7 +67,7 @@ func (d *Device) waitLocked(budget time.Duration, ready func() bool) syscall.Err
 // waitFatalLocked waits like waitLocked, without a budget, until ready()
 // holds or the caller has SIGTERM or SIGKILL pending (EINTR). It checks
 // for the signal at every FUSE interrupt and every fatalPoll.
-func (d *Device) waitFatalLocked(ctx context.Context, fatal func() bool, ready func() bool) syscall.Errno {
+func (w *waiters) waitFatalLocked(ctx context.Context, fatal func() bool, ready func() bool) syscall.Errno {
 	interrupted := ctx.Done()
 	var tick *time.Ticker
 	for !ready() {
@@ -70,8 +78,8 @@ func (d *Device) waitFatalLocked(ctx context.Context, fatal func() bool, ready f
 			tick = time.NewTicker(fatalPoll)
 			defer tick.Stop()
 		}
-		ch := d.changedLocked()
-		d.mu.Unlock()
+		ch := w.changedLocked()
+		w.mu.Unlock()
 		lockrank.AssertUnlocked("device wait")
 		select {
 		case <-ch:
@@ -79,14 +87,14 @@ func (d *Device) waitFatalLocked(ctx context.Context, fatal func() bool, ready f
 			interrupted = nil // an interrupt is sent once; the tick takes over
 		case <-tick.C:
 		}
-		d.mu.Lock()
+		w.mu.Lock()
 	}
 	return 0
 }
 
-func (d *Device) changedLocked() chan struct{} {
-	if d.changed == nil {
-		d.changed = make(chan struct{})
+func (w *waiters) changedLocked() chan struct{} {
+	if w.changed == nil {
+		w.changed = make(chan struct{})
 	}
-	return d.changed
+	return w.changed
 }

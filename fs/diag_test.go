@@ -159,7 +159,7 @@ func TestSlowRequestLoggedOnce(t *testing.T) {
 	}
 	// The stuck request's own goroutine, waiting in the CRWL handler.
 	dump := log[begin:end]
-	if !strings.Contains(dump, "device.crwlWriterEnter") || !strings.Contains(dump, "(*Device).waitLocked") {
+	if !strings.Contains(dump, "device.crwlWriterEnter") || !strings.Contains(dump, "(*waiters).waitLocked") {
 		t.Errorf("the dump does not show the waiting handler:\n%s", dump)
 	}
 }
