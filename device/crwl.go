@@ -127,23 +127,23 @@ func crwlWriterDowngrade(r *Request) Result {
 	})
 }
 
-// releaseCRWLLocked drops every lock tgid holds as writer (last flush).
-func (d *Device) releaseCRWLLocked(tgid int32) {
-	for i := range d.crwl.slots {
-		if s := &d.crwl.slots[i]; s.writerPID == tgid {
+// releaseLocked drops every lock tgid holds as writer (last flush); the
+// caller wakes the device's waiters.
+func (c *crwlState) releaseLocked(tgid int32) {
+	for i := range c.slots {
+		if s := &c.slots[i]; s.writerPID == tgid {
 			*s = crwlSlot{}
 		}
 	}
-	d.wait.notifyLocked()
 }
 
 // lockMapLocked reports, for DEVICE_GET_ALL_APPS_INFO, the cores among the
 // first four where pid is the writer of a held lock, and their uuids.
-func (d *Device) lockMapLocked(pid int32) (uint8, [4]ioctl.UUID) {
+func (c *crwlState) lockMapLocked(pid int32) (uint8, [4]ioctl.UUID) {
 	var m uint8
 	var uuids [4]ioctl.UUID
 	for i := 0; i < 4; i++ {
-		s := &d.crwl.slots[i]
+		s := &c.slots[i]
 		if s.writerPID == pid && (s.writerAcquired || s.readers > 0) {
 			m |= 1 << i
 			uuids[i] = s.uuid

@@ -67,7 +67,7 @@ func TestCRWLWriterReaderProtocol(t *testing.T) {
 
 	// The lock shows in GET_ALL_APPS_INFO and goes away with the process.
 	d.mu.Lock()
-	m, uuids := d.lockMapLocked(100)
+	m, uuids := d.crwl.lockMapLocked(100)
 	d.mu.Unlock()
 	if m != 1<<2 || uuids[2] != uuid(1) {
 		t.Errorf("lock map %#x %v", m, uuids[2])

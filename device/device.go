@@ -66,7 +66,7 @@ func newDevice(s *System, index int) (*Device, error) {
 		classPM: classDevicePM(), pciPM: pciFunctionPM()}
 	d.wait.mu = &d.mu
 	d.nq.d = d
-	d.power.init()
+	d.power.init(d)
 	for i := range d.cinit {
 		d.cinit[i] = cinitInvalid
 	}

@@ -198,7 +198,7 @@ func deviceGetAllAppsInfo(r *Request) Result {
 		}
 		app := ioctl.AppInfo{PID: slot.tgid}
 		if hdr.AppsInfoFlags&appInfoNCLockInfo != 0 {
-			app.NCLockMap, app.UUIDData = d.lockMapLocked(slot.tgid)
+			app.NCLockMap, app.UUIDData = d.crwl.lockMapLocked(slot.tgid)
 		}
 		if hdr.AppsInfoFlags&appInfoMemUsage != 0 {
 			app.HostMemSize, app.DeviceMemSize = d.pool.PIDUsage(slot.tgid)

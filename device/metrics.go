@@ -196,7 +196,7 @@ func (d *Device) metricAttributes() []Attr {
 		Attr{Path: "stats/hardware/mem_ecc_repairable_uncorrected", Mode: modeMetricAttr, Store: ignoreWrite, Show: func() string {
 			return fmt.Sprintf("%d\n", d.hbmErrorCount(true))
 		}},
-		Attr{Path: "stats/power/utilization", Mode: modeMetricAttr, Store: ignoreWrite, Show: d.showPower},
+		Attr{Path: "stats/power/utilization", Mode: modeMetricAttr, Store: ignoreWrite, Show: d.power.show},
 	)
 	return out
 }

@@ -59,6 +59,7 @@ func (p powerStats) String() string {
 // powerState is one device's driver half. It belongs to the sampling
 // goroutine, but stats, which sysfs reads.
 type powerState struct {
+	d *Device // whose firmware registers it samples
 	// The driver's samples of the current minute.
 	n          uint32
 	total      uint64
@@ -68,7 +69,8 @@ type powerState struct {
 	stats atomic.Pointer[powerStats]
 }
 
-func (p *powerState) init() {
+func (p *powerState) init(d *Device) {
+	p.d = d
 	p.resetSamples()
 	p.stats.Store(&powerStats{status: powerNoData, at: time.Unix(0, 0)})
 }
@@ -97,19 +99,19 @@ func (s *System) powerSampler(stop <-chan struct{}) {
 func (s *System) powerTick(now time.Time, period time.Duration) {
 	for _, d := range s.Devices {
 		d.chip.PublishPower(period)
-		d.samplePower(now)
+		d.power.sample(now)
 	}
 }
 
-// samplePower is the driver's sampling step: nothing while the device is
+// sample is the driver's sampling step: nothing while the device is
 // not ready or on an emulator or QEMU (revision 240/255); else a new
 // sample from every die stores the largest utilisation, and crossing a
 // minute boundary rolls the minute up.
-func (d *Device) samplePower(now time.Time) {
+func (p *powerState) sample(now time.Time) {
+	d := p.d
 	if d.State() != StateReady || d.sys.Revision == dhal.RevisionEmulator || d.sys.Revision == dhal.RevisionQEMU {
 		return
 	}
-	p := &d.power
 	var util uint16
 	var samples [2]uint16
 	fresh := true
@@ -139,8 +141,8 @@ func (d *Device) samplePower(now time.Time) {
 	p.stats.Store(st)
 }
 
-// showPower renders stats/power/utilization.
-func (d *Device) showPower() string { return d.power.stats.Load().String() }
+// show renders stats/power/utilization.
+func (p *powerState) show() string { return p.stats.Load().String() }
 
 // stopPowerSampler ends the sampling goroutine (at Close, or in tests
 // that drive the clock themselves).

@@ -76,13 +76,13 @@ func TestPowerUtilization(t *testing.T) {
 	for i := 1; i <= 59; i++ {
 		now := end2.Add(time.Duration(i) * powerPeriod)
 		s.powerTick(now, powerPeriod)
-		d.samplePower(now) // the firmware has not published again
+		d.power.sample(now) // the firmware has not published again
 	}
 	if d.power.n != 59 {
 		t.Fatalf("%d samples kept, want 59", d.power.n)
 	}
 	end3 := end2.Add(time.Minute)
-	d.samplePower(end3)
+	d.power.sample(end3)
 	if got, want := powerAttr(t, d), fmt.Sprintf("POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", end3.Unix()); got != want {
 		t.Fatalf("short minute: %q, want %q", got, want)
 	}

@@ -101,7 +101,8 @@ func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 // its process-lifespan memory is freed.
 func (d *Device) releaseProcessLocked(tgid int32) {
 	d.releaseQueuesLocked(tgid)
-	d.releaseCRWLLocked(tgid)
+	d.crwl.releaseLocked(tgid)
+	d.wait.notifyLocked()
 	if s := d.ds.findLocked(tgid); s != nil {
 		d.ds.releaseLocked(s)
 	}
