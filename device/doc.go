@@ -7,6 +7,30 @@
 // handlers (dispatch.go, handlers.go) and sysfs attributes, independent
 // of how requests arrive.
 //
+// Device keeps the attach table, open count, device state and the lock
+// (d.mu); coherent pieces of its state are types of their own that it
+// holds as fields, each owning its fields and the methods on them, all
+// under d.mu unless they say otherwise:
+//
+//   - datastores (datastore.go): the 16 datastore slots, their lookup,
+//     reuse order and release into the metrics.
+//   - resetEngine (reset.go): pending and unreaped reset requests, the
+//     worker that serves them, and the reset-ready wait.
+//   - h2tTable (h2t.go, h2tring.go, h2tcompl.go, asynccopy.go): queues
+//     claimed with H2T_DMA_ALLOC_QUEUES, the cores' default driver rings,
+//     their async completion queues and async-copy contexts.
+//   - nqTable (nq.go): notification rings by core and TOP_SP.
+//   - waiters (wait.go): the wake-up channel and the driver's waits,
+//     which drop d.mu (through a pointer to it) while they sleep.
+//   - crwlState (crwl.go): the per-core cooperative reader/writer locks.
+//   - powerState (power.go): the driver's utilisation samples, owned by
+//     the sampling goroutine.
+//   - dmaState (dma.go): which process owns which engine queue, the
+//     dummy ring, host-driven queues.
+//
+// Types that must reach device-wide state (memory, chip, metrics) hold a
+// pointer back to their Device; none has a lock of its own.
+//
 // The silicon is package chip: each Device holds one *chip.Chip (memory,
 // engines, BAR0 and firmware, notification blocks, semaphores, doorbells,
 // sequencers) and answers what the chip asks of the driver through
