@@ -198,8 +198,8 @@ func asyncCopy(r *Request, src, dst, size, srcOff, dstOff uint64, prev int32) (i
 
 func memCopyAsyncWait(r *Request, v *ioctl.MemCopyAsyncWait) Result {
 	d := r.Dev()
-	sc, res1 := d.chunkFor(v.SrcMemHandle)
-	dc, res2 := d.chunkFor(v.DstMemHandle)
+	sc, res1 := d.mem.chunkFor(v.SrcMemHandle)
+	dc, res2 := d.mem.chunkFor(v.DstMemHandle)
 	if res1 != 0 || res2 != 0 {
 		return r.memErrno(Errno(syscall.EINVAL), false)
 	}

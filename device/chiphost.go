@@ -23,7 +23,7 @@ func (h *chipHost) Admit(pa, n uint64) bool { return h.d.sys.admitWrite(h.d, pa,
 func (h *chipHost) Touched(n uint64)        { h.d.sys.noteAccess(n) }
 
 func (h *chipHost) Allocation(pa uint64) (base, size uint64, ok bool) {
-	if c, ok := h.d.pool.Containing(pa); ok {
+	if c, ok := h.d.mem.pool.Containing(pa); ok {
 		return c.PA, c.Size, true
 	}
 	return 0, 0, false

@@ -21,11 +21,11 @@ func TestCopyFreeScrubConcurrently(t *testing.T) {
 	f := open(t, d, syscall.O_RDWR, tgid)
 	ctx := context.Background()
 	alloc := func() uint64 {
-		c, err := d.pool.Alloc(mempool.AllocRequest{Size: 256 << 10, Channel: 1, Lifespan: mempool.LifespanCurProcess, PID: tgid})
+		c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: 256 << 10, Channel: 1, Lifespan: mempool.LifespanCurProcess, PID: tgid})
 		if err != nil {
 			return 0
 		}
-		h, _ := d.pool.Handle(c)
+		h, _ := d.mem.pool.Handle(c)
 		return h
 	}
 	src, dst := alloc(), alloc()

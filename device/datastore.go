@@ -62,7 +62,7 @@ type datastoreSlot struct {
 func (ds *datastores) init(d *Device) error {
 	ds.d = d
 	for i := range ds.slots {
-		c, err := d.pool.Alloc(mempool.AllocRequest{Size: datastoreSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+		c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: datastoreSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func dsCounter(mem []byte, nc, id int) uint64 {
 func (ds *datastores) releaseLocked(s *datastoreSlot) {
 	d := ds.d
 	c := s.chunk
-	if mem, done, res := d.chunkView(c, 0, datastoreSize); res == 0 {
+	if mem, done, res := d.mem.view(c, 0, datastoreSize); res == 0 {
 		for nc := 0; nc < d.sys.Arch.CoresPerDevice; nc++ {
 			if d.sys.Arch.ActiveCoreMap&(1<<nc) == 0 {
 				continue

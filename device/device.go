@@ -34,7 +34,7 @@ type Device struct {
 
 	// chip is the silicon: memory, engines, BAR0, firmware, doorbells.
 	chip *chip.Chip
-	pool *mempool.Pool
+	mem  memory       // the allocator and handles over the chip's memory (memory.go)
 	fwc  *mmio.Client // the driver's side of the firmware mailbox (mmio.go)
 
 	// mu is the driver's per-device lock (rank Device): everything below,
@@ -76,7 +76,7 @@ func newDevice(s *System, index int) (*Device, error) {
 	}
 	d.chip = c
 	s.podRAM[index] = c.Firmware()
-	d.pool = mempool.NewOnHost(s.Arch, s.hostSpace, d)
+	d.mem = memory{pool: mempool.NewOnHost(s.Arch, s.hostSpace, d), chip: c}
 	if err := d.ds.init(d); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
 	}
@@ -86,8 +86,8 @@ func newDevice(s *System, index int) (*Device, error) {
 	if err := d.initMailbox(); err != nil {
 		return nil, fmt.Errorf("device %d: firmware mailbox: %w", index, err)
 	}
-	d.pool.ZeroUsage() // sysfs starts counting after probe
-	d.pool.SetAllocFault(s.faults.AllocFail.Load)
+	d.mem.pool.ZeroUsage() // sysfs starts counting after probe
+	d.mem.pool.SetAllocFault(s.faults.AllocFail.Load)
 
 	d.reset.run(d)
 	// The driver resets every device at probe; opens wait for it.
@@ -177,8 +177,8 @@ func (f *File) Release() {
 	// as long as anyone has the device open.
 	if d.openCount == 0 {
 		d.ds.clearAllLocked()
-		for _, c := range d.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
-			d.discard(c)
+		for _, c := range d.mem.pool.FreeExpired(mempool.LifespanAllProcess, 0) {
+			d.mem.discard(c)
 		}
 	}
 }

@@ -39,7 +39,7 @@ type dmaState struct {
 func (d *Device) initDMA() error {
 	d.dma.owner = map[[2]int]int32{}
 	d.dma.hostDriven = map[[2]int]bool{}
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+	c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (r *Request) ringChunk(h uint64) (*mempool.Chunk, Result) {
 	if h == 0 {
 		return nil, 0
 	}
-	c, res := r.Dev().chunkFor(h)
+	c, res := r.Dev().mem.chunkFor(h)
 	if res != 0 {
 		return nil, 0
 	}
@@ -248,7 +248,7 @@ func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
 				return res
 			}
 		}
-		mem, release, res := d.chunkView(c, off+done, n)
+		mem, release, res := d.mem.view(c, off+done, n)
 		if res != 0 {
 			return res
 		}
@@ -274,7 +274,7 @@ func (r *Request) checkDescAddr(pa uint64, qtype uint32) Result {
 			if !d.IsAttached(r.Caller.Tgid) {
 				continue
 			}
-			if c, ok := d.pool.Containing(pa); ok && c.Loc == mempool.LocHost {
+			if c, ok := d.mem.pool.Containing(pa); ok && c.Loc == mempool.LocHost {
 				owner = c
 				break
 			}
@@ -284,7 +284,7 @@ func (r *Request) checkDescAddr(pa uint64, qtype uint32) Result {
 		}
 		return r.strictDescTarget(owner, pa)
 	}
-	if c, ok := r.Dev().pool.Containing(pa); ok {
+	if c, ok := r.Dev().mem.pool.Containing(pa); ok {
 		return r.strictDescTarget(c, pa)
 	}
 	return 0
@@ -298,7 +298,7 @@ func (r *Request) strictDescTarget(c *mempool.Chunk, pa uint64) Result {
 		return 0
 	}
 	d := r.Dev()
-	if d.pool.SharedWith(c, r.Caller.Tgid) {
+	if d.mem.pool.SharedWith(c, r.Caller.Tgid) {
 		return 0
 	}
 	d.log.WithFields(logrus.Fields{"address": pa, "owner": c.PID, "caller": r.Caller.Tgid}).Warn("strict: descriptor aimed at another process's chunk refused")
@@ -331,7 +331,7 @@ func dmaDescriptorCopyout(r *Request, v *ioctl.DMADescriptorCopyout) Result {
 	if uint64(v.Count)+uint64(v.StartIndex) > uint64(ring.Size) {
 		return Errno(syscall.EFBIG)
 	}
-	c, ok := d.pool.Containing(ring.Base)
+	c, ok := d.mem.pool.Containing(ring.Base)
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
@@ -343,7 +343,7 @@ func dmaDescriptorCopyout(r *Request, v *ioctl.DMADescriptorCopyout) Result {
 	if from+total > c.Size {
 		return Errno(syscall.EINVAL)
 	}
-	mem, release, res := d.chunkView(c, from, total)
+	mem, release, res := d.mem.view(c, from, total)
 	if res != 0 {
 		return res
 	}

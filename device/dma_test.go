@@ -14,11 +14,11 @@ import (
 
 func ringHandle(t *testing.T, d *Device, tgid int32, descs uint64) (uint64, *mempool.Chunk) {
 	t.Helper()
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: descs * dmadesc.Size, Host: true, Lifespan: mempool.LifespanCurProcess, PID: tgid})
+	c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: descs * dmadesc.Size, Host: true, Lifespan: mempool.LifespanCurProcess, PID: tgid})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := d.pool.Handle(c)
+	h, err := d.mem.pool.Handle(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestH2TQueues(t *testing.T) {
 	}
 	wantErrno(t, "init of a copy queue", qi(2), syscall.EALREADY)
 	wantErrno(t, "init of a service queue", qi(4), 0)
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: 4096, NCID: 0, MemType: mempool.MemTypeUnknownDevice, Lifespan: mempool.LifespanCurProcess, PID: 7})
+	c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: 4096, NCID: 0, MemType: mempool.MemTypeUnknownDevice, Lifespan: mempool.LifespanCurProcess, PID: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

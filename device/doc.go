@@ -12,6 +12,8 @@
 // holds as fields, each owning its fields and the methods on them, all
 // under d.mu unless they say otherwise:
 //
+//   - memory (memory.go): the allocator and its handles over the chip's
+//     memory, frees, and pinned views of chunks; the pool locks itself.
 //   - datastores (datastore.go): the 16 datastore slots, their lookup,
 //     reuse order and release into the metrics.
 //   - resetEngine (reset.go): pending and unreaped reset requests, the

@@ -142,8 +142,8 @@ func serveFuzzed(t *testing.T, sys *System, dev *Device, attached, free *File, c
 		t.Fatalf("cmd %#x (nr %d) did not return within 10 s\n%s", cmd, ioctl.Nr(cmd), buf[:runtime.Stack(buf, true)])
 	}
 	// Nothing an iteration allocates may pile up across iterations.
-	for _, c := range dev.pool.FreeExpired(mempool.LifespanCurProcess, 100) {
-		dev.discard(c)
+	for _, c := range dev.mem.pool.FreeExpired(mempool.LifespanCurProcess, 100) {
+		dev.mem.discard(c)
 	}
 	// A failure is a real errno; a positive count never exceeds the
 	// bytes a handler could have tried to copy.

@@ -61,7 +61,7 @@ func (t *h2tTable) claimLocked(nc int, copyQueue bool, tgid int32) (int, Result)
 			return q, 0
 		}
 		for _, size := range []uint64{h2tRingDescs * dmadesc.Size, h2tRingDescs * dmadesc.Size, h2tCompletionSize} {
-			c, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(nc), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+			c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(nc), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 			if err != nil {
 				t.freeRingsLocked(cl)
 				return 0, errnoOf(err)
@@ -92,7 +92,7 @@ func (t *h2tTable) claimLocked(nc int, copyQueue bool, tgid int32) (int, Result)
 func (t *h2tTable) freeRingsLocked(cl *h2tClaim) {
 	d := t.d
 	for _, c := range cl.rings {
-		d.freeChunk(c, 0)
+		d.mem.free(c, 0)
 	}
 	cl.rings = nil
 }

@@ -29,14 +29,14 @@ func (t *h2tTable) newAsyncComplQueue() (*mempool.Chunk, error) {
 	if !d.sys.quirks.AsyncCompletionQueues {
 		return nil, nil
 	}
-	c, err := d.pool.Alloc(mempool.AllocRequest{Size: asyncComplSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+	c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: asyncComplSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return nil, err
 	}
 	// The driver gives it a handle, which shifts the numbering of the
 	// handles processes get afterwards.
-	if _, err := d.pool.Handle(c); err != nil {
-		d.freeChunk(c, 0)
+	if _, err := d.mem.pool.Handle(c); err != nil {
+		d.mem.free(c, 0)
 		return nil, err
 	}
 	if hdr, ok := d.chip.Mem().Slice(c.PA, asyncComplHeader); ok {

@@ -49,7 +49,7 @@ func (t *h2tTable) init(d *Device) error {
 			if p == &r.marks {
 				size = 4096
 			}
-			ch, err := d.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(c), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+			ch, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: size, Host: true, NCID: uint32(c), MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 			if err != nil {
 				return err
 			}

@@ -201,7 +201,7 @@ func deviceGetAllAppsInfo(r *Request) Result {
 			app.NCLockMap, app.UUIDData = d.crwl.lockMapLocked(slot.tgid)
 		}
 		if hdr.AppsInfoFlags&appInfoMemUsage != 0 {
-			app.HostMemSize, app.DeviceMemSize = d.pool.PIDUsage(slot.tgid)
+			app.HostMemSize, app.DeviceMemSize = d.mem.pool.PIDUsage(slot.tgid)
 		}
 		apps = append(apps, app)
 	}

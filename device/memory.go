@@ -4,6 +4,7 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/chip"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
@@ -20,9 +21,18 @@ func errnoOf(err error) Result {
 	return Errno(syscall.EINVAL)
 }
 
+// memory is the device's allocator (the pool, with its handles) over the
+// chip's physical memory: resolving handles, freeing, and pinned views of
+// chunks. Both pointers are set at probe and never change; the pool has
+// its own locks.
+type memory struct {
+	pool *mempool.Pool
+	chip *chip.Chip
+}
+
 // chunkFor resolves a memory handle, or reports the driver's EINVAL.
-func (d *Device) chunkFor(h uint64) (*mempool.Chunk, Result) {
-	c, err := d.pool.Lookup(h)
+func (m *memory) chunkFor(h uint64) (*mempool.Chunk, Result) {
+	c, err := m.pool.Lookup(h)
 	if err != nil {
 		return nil, Errno(syscall.EINVAL)
 	}
@@ -46,43 +56,43 @@ func allocChunkFor(r *Request, req mempool.AllocRequest, handlePtr uint64) (*mem
 		return nil, Errno(syscall.EACCES)
 	}
 	req.Lifespan, req.PID = mempool.LifespanCurProcess, r.Caller.Tgid
-	c, err := d.pool.Alloc(req)
+	c, err := d.mem.pool.Alloc(req)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
 	d.chip.Fill(c.PA, c.Size) // before any mapping can see it
-	h, err := d.pool.Handle(c)
+	h, err := d.mem.pool.Handle(c)
 	if err != nil {
-		d.freeChunk(c, r.Caller.Tgid)
+		d.mem.free(c, r.Caller.Tgid)
 		return nil, errnoOf(err)
 	}
 	if n := copyOut(r, handlePtr, &h); n != 0 {
-		d.freeChunk(c, r.Caller.Tgid)
+		d.mem.free(c, r.Caller.Tgid)
 		return nil, n
 	}
 	return c, 0
 }
 
-// freeChunk drops a reference; a chunk freed for good returns its memory
+// free drops a reference; a chunk freed for good returns its memory
 // to the host once no access to it is in progress.
-func (d *Device) freeChunk(c *mempool.Chunk, caller int32) {
-	if d.pool.Free(c, caller) {
-		d.discard(c)
+func (m *memory) free(c *mempool.Chunk, caller int32) {
+	if m.pool.Free(c, caller) {
+		m.discard(c)
 	}
 }
 
 // discard returns a freed chunk's memory to the host, then its range to
 // the allocator (never the other way round: the range could be handed out
 // and written before the punch).
-func (d *Device) discard(c *mempool.Chunk) {
-	d.chip.Punch(c.PA, c.Size)
-	d.pool.Reclaim(c)
+func (m *memory) discard(c *mempool.Chunk) {
+	m.chip.Punch(c.PA, c.Size)
+	m.pool.Reclaim(c)
 }
 
-// unpin ends an access to c started by chunkView.
-func (d *Device) unpin(c *mempool.Chunk) {
-	if d.pool.Unpin(c) {
-		d.discard(c)
+// unpin ends an access to c started by view.
+func (m *memory) unpin(c *mempool.Chunk) {
+	if m.pool.Unpin(c) {
+		m.discard(c)
 	}
 }
 
@@ -137,7 +147,7 @@ func memAllocV2MT64PA(r *Request, v *ioctl.MemAllocV2MemType64PA) Result {
 		v.PA |= r.Sys().Arch.HostBase
 	}
 	if n := copyOut(r, r.Arg, v); n != 0 {
-		r.Dev().freeChunk(c, r.Caller.Tgid)
+		r.Dev().mem.free(c, r.Caller.Tgid)
 		return n
 	}
 	return 0
@@ -153,14 +163,14 @@ func memFree(r *Request, v *ioctl.MemFree) Result {
 	if res != 0 {
 		return r.memErrno(res, false)
 	}
-	d.freeChunk(c, r.Caller.Tgid)
+	d.mem.free(c, r.Caller.Tgid)
 	return 0
 }
 
 // writePA writes the physical address of handle's chunk through the
 // caller's pointer (MEM_GET_PA, and the first answer of MEM_GET_INFO).
 func (r *Request) writePA(handle, ptr uint64) (uint64, Result) {
-	c, res := r.Dev().chunkFor(handle)
+	c, res := r.Dev().mem.chunkFor(handle)
 	if res != 0 {
 		return 0, res
 	}
@@ -194,7 +204,7 @@ func kernelChunkAddress(c *mempool.Chunk) uint64 {
 // memGetExtendedInfo overwrites the whole struct. A bad handle returns a
 // positive 22 (the driver's "return EINVAL" without the minus).
 func memGetExtendedInfo(r *Request, v *ioctl.MemGetExtendedInfo) Result {
-	c, err := r.Dev().pool.Lookup(v.MemHandle)
+	c, err := r.Dev().mem.pool.Lookup(v.MemHandle)
 	if err != nil {
 		return Result(syscall.EINVAL)
 	}
@@ -215,7 +225,7 @@ func memGetExtendedInfo(r *Request, v *ioctl.MemGetExtendedInfo) Result {
 // memMCGetInfo (_IOC_NR 111, the size picks the version) finds the chunk
 // (of any process) containing a physical address.
 func memMCGetInfo(r *Request, v *ioctl.MemGetMCMmapInfo) Result {
-	c, ok := r.Dev().pool.Containing(v.PA)
+	c, ok := r.Dev().mem.pool.Containing(v.PA)
 	if !ok {
 		return Errno(syscall.ENOMEM)
 	}
@@ -226,16 +236,16 @@ func memMCGetInfo(r *Request, v *ioctl.MemGetMCMmapInfo) Result {
 // memMCGetInfoV2 also hands out the chunk's handle.
 func memMCGetInfoV2(r *Request, v *ioctl.MemGetMCMmapInfoV2) Result {
 	d := r.Dev()
-	c, ok := d.pool.Containing(v.PA)
+	c, ok := d.mem.pool.Containing(v.PA)
 	if !ok {
 		return Errno(syscall.ENOMEM)
 	}
 	v.MmapOffset, v.Size = c.PA, c.Size
-	h, err := d.pool.Handle(c)
+	h, err := d.mem.pool.Handle(c)
 	if err != nil {
 		return errnoOf(err)
 	}
-	d.pool.Share(c, r.Caller.Tgid)
+	d.mem.pool.Share(c, r.Caller.Tgid)
 	v.MemHandle = h
 	return copyOut(r, r.Arg, v)
 }
@@ -246,7 +256,7 @@ func dumpMemChunks(r *Request, v *ioctl.DumpMemChunks) Result {
 	d := r.Dev()
 	var chunks []*mempool.Chunk
 	if int(v.HBMIndex) < d.sys.Arch.HBMChannels {
-		chunks = d.pool.DeviceChunks(int(v.HBMIndex))
+		chunks = d.mem.pool.DeviceChunks(int(v.HBMIndex))
 	}
 	v.NumEntriesOut = uint32(len(chunks))
 	if n := copyOut(r, r.Arg, v); n != 0 {
@@ -263,21 +273,21 @@ func dumpMemChunks(r *Request, v *ioctl.DumpMemChunks) Result {
 	return copyOutBytes(r, v.Data, recs)
 }
 
-// chunkView returns [off, off+n) of a chunk's memory (which for a
+// view returns [off, off+n) of a chunk's memory (which for a
 // contiguous scratchpad may run past the chunk, up to the end of its main
 // pool). The chunk is pinned until done is called: a free meanwhile takes
 // effect then, so the memory never changes hands under the access. A
 // chunk freed before the view is EINVAL, as its handle would be.
-func (d *Device) chunkView(c *mempool.Chunk, off, n uint64) (mem []byte, done func(), res Result) {
-	if !d.pool.Pin(c) {
+func (m *memory) view(c *mempool.Chunk, off, n uint64) (mem []byte, done func(), res Result) {
+	if !m.pool.Pin(c) {
 		return nil, nil, Errno(syscall.EINVAL)
 	}
-	v, ok := d.chip.Mem().Local(c.PA+off, n)
+	v, ok := m.chip.Mem().Local(c.PA+off, n)
 	if !ok {
-		d.unpin(c)
+		m.unpin(c)
 		return nil, nil, Errno(syscall.ENOMEM)
 	}
-	return v, func() { d.unpin(c) }, 0
+	return v, func() { m.unpin(c) }, 0
 }
 
 // dmaPiece is the size of one bounce-buffer DMA of the driver's
@@ -303,7 +313,7 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 		// The driver's device path counts the remaining bytes in 32 bits.
 		size &= 0xffffffff
 	}
-	mem, done, res := d.chunkView(c, off, size)
+	mem, done, res := d.mem.view(c, off, size)
 	if res != 0 {
 		return res
 	}
@@ -363,23 +373,23 @@ func chunkCopy(r *Request, src, dst, size, srcOff, dstOff uint64) Result {
 	if !d.sys.admitWrite(d, dc.PA+dstOff, size, r.Caller.Tgid) {
 		return Errno(syscall.EPERM) // the DMA failed
 	}
-	return d.copyChunks(dc, dstOff, sc, srcOff, size)
+	return d.mem.copyChunks(dc, dstOff, sc, srcOff, size)
 }
 
 // copyChunks copies between two chunks' memory (a DMA on the device).
-func (d *Device) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk, srcOff, size uint64) Result {
-	from, doneFrom, res := d.chunkView(sc, srcOff, size)
+func (m *memory) copyChunks(dc *mempool.Chunk, dstOff uint64, sc *mempool.Chunk, srcOff, size uint64) Result {
+	from, doneFrom, res := m.view(sc, srcOff, size)
 	if res != 0 {
 		return res
 	}
 	defer doneFrom()
-	to, doneTo, res := d.chunkView(dc, dstOff, size)
+	to, doneTo, res := m.view(dc, dstOff, size)
 	if res != 0 {
 		return res
 	}
 	defer doneTo()
 	copy(to, from)
-	d.chip.AddBytes(size)
+	m.chip.AddBytes(size)
 	return 0
 }
 
@@ -398,7 +408,7 @@ func fillChunk(r *Request, h, off, size uint64, value uint32) Result {
 	if res != 0 {
 		return res
 	}
-	mem, done, res := d.chunkView(c, off, size)
+	mem, done, res := d.mem.view(c, off, size)
 	if res != 0 {
 		return res
 	}

@@ -134,7 +134,7 @@ func (m *metrics) counterAttrs(dir string, core int, path string, withPeak bool)
 // which the allocator keeps (core nc, or -1 for the device).
 func (d *Device) memCounterAttrs(dir string, nc int, ctr mempool.Counter) []Attr {
 	stat := func() mempool.Stat {
-		u := d.pool.Usage()
+		u := d.mem.pool.Usage()
 		if nc < 0 {
 			return u.Device[ctr]
 		}
@@ -145,7 +145,7 @@ func (d *Device) memCounterAttrs(dir string, nc int, ctr mempool.Counter) []Attr
 			Path: dir + "/" + name, Mode: modeMetricAttr,
 			Show: func() string { return fmt.Sprintf("%d\n", get(stat())) },
 			Store: func([]byte) syscall.Errno {
-				d.pool.ResetCounter(nc, ctr, f)
+				d.mem.pool.ResetCounter(nc, ctr, f)
 				return 0
 			},
 		}

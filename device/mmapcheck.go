@@ -46,7 +46,7 @@ func (d *Device) CheckMapping(m Mapping) syscall.Errno {
 // its pool), else a special resource matching offset and length exactly,
 // else a raw mapping of device memory for CAP_SYS_RAWIO only.
 func (d *Device) mappingRule(m Mapping) (readOnly bool, owner int32, errno syscall.Errno) {
-	if c, ok := d.pool.Containing(m.Offset); ok && chunkMapsAs(c, m.Length) {
+	if c, ok := d.mem.pool.Containing(m.Offset); ok && chunkMapsAs(c, m.Length) {
 		return c.PID != m.Tgid && c.Lifespan != mempool.LifespanDevice, c.PID, 0
 	}
 	for _, r := range d.sys.Arch.MmapResources() {

@@ -15,7 +15,7 @@ func TestCheckMapping(t *testing.T) {
 		}
 		d := s.Devices[0]
 		alloc := func(req mempool.AllocRequest) *mempool.Chunk {
-			c, err := d.pool.Alloc(req)
+			c, err := d.mem.pool.Alloc(req)
 			if err != nil {
 				t.Fatal(err)
 			}

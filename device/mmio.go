@@ -10,7 +10,7 @@ import (
 func (d *Device) initMailbox() error {
 	var bufs [2]*mempool.Chunk
 	for i := range bufs {
-		c, err := d.pool.Alloc(mempool.AllocRequest{Size: mmio.MailboxSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
+		c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: mmio.MailboxSize, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 		if err != nil {
 			return err
 		}

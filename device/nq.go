@@ -63,7 +63,7 @@ func (t *nqTable) initQueue(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 		req.MemType = mempool.MemTypeNotificationDevice
 		req.Align = uint64(s.size) // device rings are aligned to their size
 	}
-	fresh, err := d.pool.Alloc(req)
+	fresh, err := d.mem.pool.Alloc(req)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
@@ -71,7 +71,7 @@ func (t *nqTable) initQueue(r *Request, s nqSpec) (*mempool.Chunk, Result) {
 	table[id] = fresh
 	t.program(s, fresh)
 	if c != nil {
-		d.freeChunk(c, 0)
+		d.mem.free(c, 0)
 	}
 	return fresh, 0
 }
@@ -145,7 +145,7 @@ func initNQFor(r *Request, s nqSpec) (*mempool.Chunk, uint64, Result) {
 	if res != 0 {
 		return nil, 0, res
 	}
-	h, err := d.pool.Handle(c)
+	h, err := d.mem.pool.Handle(c)
 	if err != nil {
 		return nil, 0, errnoOf(err)
 	}
@@ -174,14 +174,14 @@ func (t *nqTable) destroyLocked(nc int) {
 	d.chip.HaltNQs(nc, per)
 	for i, c := range t.core[nc] {
 		if c != nil {
-			d.freeChunk(c, 0)
+			d.mem.free(c, 0)
 			t.core[nc][i] = nil
 		}
 	}
 	for ts := nc * per; ts < (nc+1)*per; ts++ {
 		for i, c := range t.topSP[ts] {
 			if c != nil {
-				d.freeChunk(c, 0)
+				d.mem.free(c, 0)
 				t.topSP[ts][i] = nil
 			}
 		}

@@ -41,7 +41,7 @@ func (r *Request) vaPlacement(va uint64) (dev, hbm int32, ok bool) {
 	if !d.IsAttached(r.Caller.Tgid) {
 		return 0, 0, false
 	}
-	c, found := d.pool.Containing(m.Offset)
+	c, found := d.mem.pool.Containing(m.Offset)
 	if !found || c.Loc != mempool.LocDevice || !chunkMapsAs(c, m.Length) {
 		return 0, 0, false
 	}

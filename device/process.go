@@ -106,7 +106,7 @@ func (d *Device) releaseProcessLocked(tgid int32) {
 	if s := d.ds.findLocked(tgid); s != nil {
 		d.ds.releaseLocked(s)
 	}
-	for _, c := range d.pool.FreeExpired(mempool.LifespanCurProcess, tgid) {
-		d.discard(c)
+	for _, c := range d.mem.pool.FreeExpired(mempool.LifespanCurProcess, tgid) {
+		d.mem.discard(c)
 	}
 }

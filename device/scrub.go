@@ -32,10 +32,10 @@ func hbmScrubStart(r *Request, v *ioctl.HBMScrubStart) Result {
 	// recorded, then live chunks get it at once. A chunk freed meanwhile
 	// cannot be pinned and does not get memory back.
 	d.chip.Scrub(ch, start, size, v.InitVal)
-	for _, c := range d.pool.DeviceChunks(ch) {
-		if d.pool.Pin(c) {
+	for _, c := range d.mem.pool.DeviceChunks(ch) {
+		if d.mem.pool.Pin(c) {
 			d.chip.Fill(c.PA, c.Size)
-			d.unpin(c)
+			d.mem.unpin(c)
 		}
 	}
 	d.mu.Lock()

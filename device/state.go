@@ -121,7 +121,7 @@ func (d *Device) snapshot() DeviceState {
 	if ds.PIDs == nil {
 		ds.PIDs = []int32{}
 	}
-	u := d.pool.Usage()
+	u := d.mem.pool.Usage()
 	ds.HostMemory = map[string]uint64{}
 	for _, c := range mempool.HostCategories {
 		putNonZero(ds.HostMemory, c.SysfsName(), u.Device[c].Total)

@@ -17,12 +17,12 @@ import (
 // useChunk resolves a handle for a use that reads or changes the chunk.
 func (r *Request) useChunk(h uint64) (*mempool.Chunk, Result) {
 	d := r.Dev()
-	c, res := d.chunkFor(h)
+	c, res := d.mem.chunkFor(h)
 	if res != 0 || !d.sys.strict {
 		return c, res
 	}
 	tgid := r.Caller.Tgid
-	if c.PID != 0 && c.PID != tgid && !d.pool.SharedWith(c, tgid) {
+	if c.PID != 0 && c.PID != tgid && !d.mem.pool.SharedWith(c, tgid) {
 		d.log.WithFields(logrus.Fields{"handle": h, "owner": c.PID, "caller": tgid, "cmd": r.Cmd}).Warn("strict: use of another process's chunk refused")
 		return nil, Errno(syscall.EPERM)
 	}

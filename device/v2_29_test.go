@@ -33,7 +33,7 @@ func TestMemAllocWithPA(t *testing.T) {
 		}
 		out, _ := ioctl.Decode[ioctl.MemAllocV2MemType64PA](m.mem)
 		h, _ := ioctl.Decode[uint64](m.mem[64:])
-		c, err := d.pool.Lookup(h)
+		c, err := d.mem.pool.Lookup(h)
 		if err != nil {
 			t.Fatalf("host %d: handle %d: %v", host, h, err)
 		}

@@ -55,7 +55,7 @@ func (d *Device) zeroCopyQueue(c *mempool.Chunk, qid int32) Result {
 // zeroCopy moves the ops; bar4 selects the CPU path.
 func (d *Device) zeroCopy(r *Request, c *mempool.Chunk, ops []zeroCopyOp, toDevice, bar4 bool) Result {
 	for _, op := range ops {
-		mem, done, res := d.chunkView(c, op.offset, op.size)
+		mem, done, res := d.mem.view(c, op.offset, op.size)
 		if res != 0 {
 			return res
 		}
