@@ -80,7 +80,10 @@ func newDevice(s *System, index int) (*Device, error) {
 	if err := d.ds.init(d); err != nil {
 		return nil, fmt.Errorf("device %d: datastore: %w", index, err)
 	}
-	if err := d.initDMA(); err != nil {
+	if err := d.dma.init(d); err != nil {
+		return nil, fmt.Errorf("device %d: DMA: %w", index, err)
+	}
+	if err := d.h2t.init(d); err != nil {
 		return nil, fmt.Errorf("device %d: DMA: %w", index, err)
 	}
 	if err := d.initMailbox(); err != nil {

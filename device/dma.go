@@ -24,8 +24,11 @@ const (
 	queueTypeRX       = 1
 )
 
-// dmaState is the driver's bookkeeping around the chip's engines.
+// dmaState is the driver's bookkeeping around the chip's engines. It
+// lives under the device lock and reaches back to its device for the
+// chip and memory.
 type dmaState struct {
+	d     *Device
 	owner map[[2]int]int32 // queues initialised by a process, by (engine, queue)
 	// hostDriven marks queues rung with DMA_QUEUE_COPY_START since their
 	// init; the others are device-driven (the exec queue), armed by the
@@ -34,17 +37,18 @@ type dmaState struct {
 	dummy      *mempool.Chunk
 }
 
-// initDMA sets up the driver's side of the engines: its tables, the
-// dummy ring and the h2t table (the cores' default h2t queues).
-func (d *Device) initDMA() error {
-	d.dma.owner = map[[2]int]int32{}
-	d.dma.hostDriven = map[[2]int]bool{}
+// init sets up the driver's side of the engines: its tables and the
+// dummy ring.
+func (s *dmaState) init(d *Device) error {
+	s.d = d
+	s.owner = map[[2]int]int32{}
+	s.hostDriven = map[[2]int]bool{}
 	c, err := d.mem.pool.Alloc(mempool.AllocRequest{Size: dummyRingDescs * dmadesc.Size, Host: true, MemType: mempool.MemTypeNcdevHost, Lifespan: mempool.LifespanDevice})
 	if err != nil {
 		return err
 	}
-	d.dma.dummy = c
-	return d.h2t.init(d)
+	s.dummy = c
+	return nil
 }
 
 // engine returns engine id: EINVAL beyond the driver's array. Slots the
@@ -353,19 +357,20 @@ func dmaDescriptorCopyout(r *Request, v *ioctl.DMADescriptorCopyout) Result {
 
 // releaseQueuesLocked is the driver's cleanup when tgid detaches: each
 // queue it initialised goes back to the dummy ring, except the NX's.
-func (d *Device) releaseQueuesLocked(tgid int32) {
+func (s *dmaState) releaseQueuesLocked(tgid int32) {
+	d := s.d
 	f := d.sys.Arch
-	for key, owner := range d.dma.owner {
+	for key, owner := range s.owner {
 		eng, q := key[0], key[1]
 		if owner != tgid || eng >= f.DMAEnginesResetOnExit {
 			continue
 		}
-		delete(d.dma.owner, key)
+		delete(s.owner, key)
 		e := d.chip.Engine(eng)
 		if f.IsNXQueue(eng, q) || e == nil {
 			continue
 		}
-		dummy := dma.RingSpec{Base: d.dma.dummy.PA, Size: dummyRingDescs}
+		dummy := dma.RingSpec{Base: s.dummy.PA, Size: dummyRingDescs}
 		if errno := e.InitQueue(q, dummy, dummy); errno != 0 {
 			d.log.WithFields(logrus.Fields{"engine": eng, "queue": q, "errno": errno}).Warn("queue reset at exit failed")
 		}
@@ -386,10 +391,11 @@ func (d *Device) OwnedQueues() int {
 	return n
 }
 
-// reinitDMA is the DMA side of a finished reset: the chip brings the
+// reinit is the DMA side of a finished reset: the chip brings the
 // engines of the reset cores back stopped and empty, and the driver
-// forgets which of their queues the host rang.
-func (d *Device) reinitDMA(ncMap uint32) {
+// forgets which of their queues the host rang. It takes the device lock.
+func (s *dmaState) reinit(ncMap uint32) {
+	d := s.d
 	for c := range d.sys.Arch.CoresPerDevice {
 		if ncMap != ncMapDevice && ncMap&(1<<c) == 0 {
 			continue
@@ -399,7 +405,7 @@ func (d *Device) reinitDMA(ncMap uint32) {
 		d.mu.Lock()
 		for eng := first; eng < end; eng++ {
 			for q := range dma.QueuesPerEngine {
-				delete(d.dma.hostDriven, [2]int{eng, q})
+				delete(s.hostDriven, [2]int{eng, q})
 			}
 		}
 		d.mu.Unlock()

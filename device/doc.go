@@ -28,7 +28,8 @@
 //   - powerState (power.go): the driver's utilisation samples, owned by
 //     the sampling goroutine.
 //   - dmaState (dma.go): which process owns which engine queue, the
-//     dummy ring, host-driven queues.
+//     dummy ring, host-driven queues; their release at process exit and
+//     after a reset.
 //
 // Types that must reach device-wide state (memory, chip, metrics) hold a
 // pointer back to their Device; none has a lock of its own.

@@ -100,7 +100,7 @@ func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 // locks are dropped, its datastore slot is aggregated and cleared, and
 // its process-lifespan memory is freed.
 func (d *Device) releaseProcessLocked(tgid int32) {
-	d.releaseQueuesLocked(tgid)
+	d.dma.releaseQueuesLocked(tgid)
 	d.crwl.releaseLocked(tgid)
 	d.wait.notifyLocked()
 	if s := d.ds.findLocked(tgid); s != nil {

@@ -139,7 +139,7 @@ func (e *resetEngine) serve() bool {
 
 	ok := d.sys.hardwareReset(d, ncMap)
 	if ok {
-		d.reinitDMA(ncMap)
+		d.dma.reinit(ncMap)
 	}
 	d.mu.Lock()
 	e.hardwareResets++
