@@ -54,18 +54,7 @@ func BenchmarkControlRecordsCore(b *testing.B) {
 	for e := range Engine(NumEngines) {
 		seqs[e] = New(Config{Engine: e, Sync: &w})
 	}
-	rounds := uint32(b.N/64 + 1)
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for _, s := range seqs {
-		wg.Go(func() { runControl(b, s, rounds) })
-	}
-	wg.Wait()
-	b.StopTimer()
-	var recs uint64
-	for _, s := range seqs {
-		recs += s.Counts().Records
-	}
+	recs := runAll(b, seqs[:], uint32(b.N/64+1))
 	b.ReportMetric(float64(recs)/NumEngines/b.Elapsed().Seconds(), "records/s/engine")
 }
 
@@ -83,20 +72,26 @@ func BenchmarkControlRecordsBox(b *testing.B) {
 					seqs = append(seqs, New(Config{Engine: e, Sync: w}))
 				}
 			}
-			rounds := uint32(b.N/64/len(seqs) + 1)
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for _, s := range seqs {
-				wg.Go(func() { runControl(b, s, rounds) })
-			}
-			wg.Wait()
-			b.StopTimer()
-			var recs uint64
-			for _, s := range seqs {
-				recs += s.Counts().Records
-			}
+			recs := runAll(b, seqs, uint32(b.N/64/len(seqs)+1))
 			b.ReportMetric(float64(recs)/b.Elapsed().Seconds(), "records/s")
 			b.ReportMetric(float64(recs)/float64(len(seqs))/b.Elapsed().Seconds(), "records/s/engine")
 		})
 	}
+}
+
+// runAll runs the control loop on every sequencer at once, timed, and
+// returns the records they interpreted in all.
+func runAll(b *testing.B, seqs []*Sequencer, rounds uint32) uint64 {
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, s := range seqs {
+		wg.Go(func() { runControl(b, s, rounds) })
+	}
+	wg.Wait()
+	b.StopTimer()
+	var recs uint64
+	for _, s := range seqs {
+		recs += s.Counts().Records
+	}
+	return recs
 }
