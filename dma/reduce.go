@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/internal/halffloat"
 )
 
 // reducer is what a step does with its bytes instead of copying them.
@@ -43,8 +44,8 @@ func (r *reducer) combine(dst, src []byte) {
 // elementTypes: per dtype, the reducer of each CCE type (nil: copy).
 var elementTypes = map[uint32][4]*reducer{
 	dmadesc.DtypeFP32:   native[float32](),
-	dmadesc.DtypeBF16:   floatOps(2, func(b []byte) float32 { return bf16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, floatToBF16(v)) }),
-	dmadesc.DtypeFP16:   floatOps(2, func(b []byte) float32 { return fp16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, floatToFP16(v)) }),
+	dmadesc.DtypeBF16:   floatOps(2, func(b []byte) float32 { return halffloat.BF16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, halffloat.FloatToBF16(v)) }),
+	dmadesc.DtypeFP16:   floatOps(2, func(b []byte) float32 { return halffloat.FP16ToFloat(le.Uint16(b)) }, func(b []byte, v float32) { le.PutUint16(b, halffloat.FloatToFP16(v)) }),
 	dmadesc.DtypeInt32:  native[int32](),
 	dmadesc.DtypeUint32: native[uint32](),
 	dmadesc.DtypeInt16:  native[int16](),

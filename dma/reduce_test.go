@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/internal/halffloat"
 )
 
 // Descriptors whose meta_ctrl names a reduction combine the source into
@@ -95,17 +96,17 @@ func TestHalfFloats(t *testing.T) {
 		{65520, 0x4780, 0x7c00, false},                   // rounds up past the largest binary16
 		{1 + 1.0/1024 + 1.0/2048, 0x3f80, 0x3c02, false}, // a tie rounds to even
 	} {
-		if got := floatToBF16(c.f); got != c.bf {
+		if got := halffloat.FloatToBF16(c.f); got != c.bf {
 			t.Errorf("bf16(%g) = %#x, want %#x", c.f, got, c.bf)
 		}
-		if got := floatToFP16(c.f); got != c.half {
+		if got := halffloat.FloatToFP16(c.f); got != c.half {
 			t.Errorf("fp16(%g) = %#x, want %#x", c.f, got, c.half)
 		}
-		if back := fp16ToFloat(c.half); c.exact && back != c.f {
+		if back := halffloat.FP16ToFloat(c.half); c.exact && back != c.f {
 			t.Errorf("fp16 %#x reads %g, want %g", c.half, back, c.f)
 		}
 	}
-	if v := floatToBF16(float32(math.NaN())); bf16ToFloat(v) == bf16ToFloat(v) {
+	if v := halffloat.FloatToBF16(float32(math.NaN())); halffloat.BF16ToFloat(v) == halffloat.BF16ToFloat(v) {
 		t.Errorf("bf16 NaN became %#x", v)
 	}
 }

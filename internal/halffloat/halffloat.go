@@ -1,13 +1,14 @@
-package dma
+// Package halffloat converts the 16-bit floats the chip computes with
+// (the DMA engines' reductions, the engines' tensor arithmetic):
+// bfloat16 (the top half of a float32) and IEEE binary16, both rounded to
+// nearest even.
+package halffloat
 
 import "math"
 
-// 16-bit floats for the engine's reductions: bfloat16 (the top half of a
-// float32) and IEEE binary16, both rounded to nearest even.
+func BF16ToFloat(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-func bf16ToFloat(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
-func floatToBF16(f float32) uint16 {
+func FloatToBF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if f != f { // NaN: keep it a quiet NaN
 		return uint16(b>>16) | 0x40
@@ -15,7 +16,7 @@ func floatToBF16(f float32) uint16 {
 	return uint16((b + 0x7fff + (b >> 16 & 1)) >> 16)
 }
 
-func fp16ToFloat(h uint16) float32 {
+func FP16ToFloat(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h >> 10 & 0x1f)
 	frac := uint32(h & 0x3ff)
@@ -34,7 +35,7 @@ func fp16ToFloat(h uint16) float32 {
 	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
 }
 
-func floatToFP16(f float32) uint16 {
+func FloatToFP16(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
 	exp := int(b>>23&0xff) - 127 + 15
