@@ -216,6 +216,9 @@ func (t *engineTrack) Trace(ev seq.TraceEvent) {
 		args["records"], args["first"] = ev.N, ev.Op.Name()
 	case seq.TraceRecord:
 		name = ev.Op.Name()
+		if ev.Detail != "" {
+			name += " " + ev.Detail
+		}
 	case seq.TraceWait:
 		name = "wait " + ev.Wait.What()
 		args["record"], args["now"] = ev.Op.Name(), int32(ev.Wait.Now)

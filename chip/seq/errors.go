@@ -19,6 +19,8 @@ var (
 	ErrUnsupported   = errors.New("operand form not emulated")
 	ErrFetch         = errors.New("instruction fetch failed")
 	ErrCSR           = errors.New("CSR write failed")
+	ErrOperand       = errors.New("operand the validators reject")
+	ErrAperture      = errors.New("address outside the on-chip memory")
 )
 
 // Fault is what stopped an engine on garbage: where, on which record, and

@@ -15,14 +15,15 @@ const budget = 20 * time.Second
 type core struct {
 	t     *testing.T
 	words Words
+	mem   *OnChipMemory // the engines' SBUF and PSUM
 	notes chan Notification
 	seqs  [NumEngines]*Sequencer
 }
 
 func newCore(t *testing.T) *core {
-	c := &core{t: t, notes: make(chan Notification, 4096)}
+	c := &core{t: t, notes: make(chan Notification, 4096), mem: NewOnChipMemory(testSBUFActive)}
 	for e := range Engine(NumEngines) {
-		c.seqs[e] = New(Config{Engine: e, Sync: &c.words, Notify: func(n Notification) { c.notes <- n }, YieldEvery: 64})
+		c.seqs[e] = New(Config{Engine: e, Sync: &c.words, Notify: func(n Notification) { c.notes <- n }, YieldEvery: 64, OnChip: c.mem})
 	}
 	return c
 }
@@ -84,6 +85,9 @@ func (c *core) waitState(e Engine, st State) Status {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// testSBUFActive is a V3 core's SBUF partition (224 KiB).
+const testSBUFActive = 0x38000
 
 func halt() *Record { return NewRecord(OpHalt) }
 

@@ -64,6 +64,12 @@ type CSR interface {
 	WriteCSR(e Engine, addr uint64, v uint32, size uint8) error
 }
 
+// CSRNamer is a CSR that can name its registers for a trace ("dma 3 q2
+// tx tail"); "" for one without a name.
+type CSRNamer interface {
+	NameCSR(addr uint64) string
+}
+
 // NotifyKind says which record a notification asks for.
 type NotifyKind uint8
 

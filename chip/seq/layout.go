@@ -52,6 +52,25 @@ const (
 
 	// NOTIFY.
 	offNotifyHintExt = 0x0C // 2 bytes
+
+	// TENSOR_SCALAR_ARITH (S3D3_TS).
+	offTSAccum    = 0x0C // accumulator_cmd, then 3 reserved bytes
+	offTSSrc      = 0x10 // TENSOR3D
+	offTSInDtype  = 0x20
+	offTSOutDtype = 0x21
+	offTSChannels = 0x22
+	offTSImm0Src  = 0x23
+	offTSOp0      = 0x24
+	offTSOp1      = 0x25
+	offTSReverse  = 0x26
+	offTSImm1Src  = 0x27
+	offTSImm0     = 0x28 // 4 bytes
+	offTSImm1     = 0x2C // 4 bytes
+	offTSDst      = 0x30 // TENSOR3D
+
+	// Inside a TENSOR3D.
+	offT3Step = 0x04 // int16[3], elements
+	offT3Num  = 0x0A // uint16[3]
 )
 
 // Field is one layout fact: where a field sits and how sure we are.
@@ -105,4 +124,21 @@ var Layout = []Field{
 	{"CTRL_WR", "csr address", offWRAddr, 8, "59703506210", false},
 	{"CTRL_WR", "value", offWRValue, 4, "59703506210", false},
 	{"NOTIFY", "debug_hint_extended", offNotifyHintExt, 2, "59803111141", false},
+	{"TS_ARITH", "accumulator_cmd", offTSAccum, 1, "59818285506", true},
+	{"TS_ARITH", "reserved0", offTSAccum + 1, 3, "59818285506", true},
+	{"TS_ARITH", "src_mem_pattern", offTSSrc, 16, "59818285506", true},
+	{"TS_ARITH", "in_dtype", offTSInDtype, 1, "59818285506", true},
+	{"TS_ARITH", "out_dtype", offTSOutDtype, 1, "59818285506", true},
+	{"TS_ARITH", "num_active_channels", offTSChannels, 1, "59818285506", true},
+	{"TS_ARITH", "imm0_src", offTSImm0Src, 1, "59818285506", true},
+	{"TS_ARITH", "op0", offTSOp0, 1, "59818285506", true},
+	{"TS_ARITH", "op1", offTSOp1, 1, "59818285506", true},
+	{"TS_ARITH", "reverse_operands", offTSReverse, 1, "59818285506", true},
+	{"TS_ARITH", "imm1_src", offTSImm1Src, 1, "59818285506", true},
+	{"TS_ARITH", "imm0", offTSImm0, 4, "59818285506", true},
+	{"TS_ARITH", "imm1", offTSImm1, 4, "59818285506", true},
+	{"TS_ARITH", "dst_mem_pattern", offTSDst, 16, "59818285506", true},
+	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
+	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
+	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},
 }

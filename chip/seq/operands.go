@@ -60,19 +60,6 @@ func NewBranch(cmp BranchCmp, reg0 uint8, imm uint32, rel int32) *Record {
 	return r
 }
 
-// Dtype is the ISA's dtype byte; the ALU and compares need only the
-// integer ones.
-type Dtype uint8
-
-const (
-	DtypeUint64 Dtype = 1
-	DtypeInt32  Dtype = 8
-	DtypeUint32 Dtype = 9
-	DtypeInt64  Dtype = 12
-)
-
-func (d Dtype) wide() bool { return d == DtypeUint64 || d == DtypeInt64 }
-
 // ALUOp is CTRL_AL's operation.
 type ALUOp uint8
 

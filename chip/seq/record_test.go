@@ -72,6 +72,13 @@ func FuzzRun(f *testing.F) {
 	f.Add(Assemble(0, nop(), halt()).Data, Assemble(0, NewWait(WaitSemGE, 0, 1), halt()).Data)
 	f.Add(staged(PE, 0).Data, staged(SP, 0).Data)
 	f.Add(Assemble(0, NewBranch(BranchAlways, 0, 0, 0)).Data, []byte{0xa0})
+	// Tensor-scalar records, valid and not, on the core's memory.
+	ts := TensorScalar{Src: Tensor3D{Start: 0x800000, Step: [3]int16{3, 1, 0}, Num: [3]uint16{2, 3, 1}},
+		Dst: contiguous(0x2000040, 6), InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 4, Op0: ALUMult, Imm0: FP32(2), Op1: ALUAdd}
+	ptr := ts
+	ptr.Imm1Src, ptr.Imm1, ptr.InDtype, ptr.Reverse = ImmRegPtr, 3, DtypeBF16, RevBoth
+	f.Add(Assemble(0, NewTensorScalar(ts), halt()).Data, Assemble(0, NewALUImm(ALUAdd, 3, 3, 0x40), NewTensorScalar(ptr), halt()).Data)
+	mem := NewOnChipMemory(0x38000)
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var w Words
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -79,7 +86,7 @@ func FuzzRun(f *testing.F) {
 		out := make(chan Result, 2)
 		var seqs [2]*Sequencer
 		for e, data := range [][]byte{a, b} {
-			s := New(Config{Engine: Engine(e), Sync: &w, CSR: &csrLog{}, Notify: func(Notification) {}, YieldEvery: 256})
+			s := New(Config{Engine: Engine(e), Sync: &w, CSR: &csrLog{}, Notify: func(Notification) {}, YieldEvery: 256, OnChip: mem})
 			seqs[e] = s
 			img := &Image{Base: 0x1000, Data: data}
 			go func() { out <- s.Run(ctx, ImageProgram(img)) }()

@@ -24,6 +24,7 @@ type Config struct {
 	YieldEvery int                // 0: DefaultYieldEvery
 	Tracer     Tracer             // nil: no execution trace (trace.go)
 	TraceLimit int                // events per run; 0: DefaultTraceLimit
+	OnChip     OnChip             // the core's SBUF and PSUM; nil: compute records are only counted
 }
 
 // Program is one run's image: the engine starts at Start and may fetch
@@ -200,10 +201,14 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 	}
 	next = pc + RecordSize
 	class := op.Class()
+	// A record of its own in the trace: all but the control records,
+	// which are traced in runs, and CTRL_WR, which starts DMA.
+	own := class != ClassControl || op == OpCtrlWR
 	var t0 time.Time
-	if r.tr != nil && class != ClassControl {
+	if r.tr != nil && own {
 		t0 = r.tr.begin()
 	}
+	emulated := class != ClassNotEmulated
 	switch op {
 	case OpCtrlES:
 		es := rec.ESEvents()
@@ -227,16 +232,50 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 		if next, err = r.branch(pc, rec.Branch()); err != nil {
 			return 0, 0, err
 		}
+	case OpTensorScalar:
+		skipped, stopped, err := r.tensorScalar(rec)
+		switch {
+		case err != nil:
+			return 0, 0, err
+		case stopped:
+			return 0, Stopped, nil
+		}
+		emulated = skipped == ""
 	}
 	if c := rec.DebugCmd(); c != DebugNone {
 		r.notify(Notification{Kind: NotifyDebug, Engine: r.cfg.Engine, PC: pc, Hint: rec.DebugHint(), DebugCmd: c})
 	}
 	r.update(ev)
-	r.tally.count(op, class == ClassNotEmulated)
+	r.tally.count(op, !emulated)
 	if r.tr != nil {
-		r.tr.record(pc, op, class, t0)
+		if own {
+			r.tr.single(pc, op, t0, r.detail(rec, emulated))
+		} else {
+			r.tr.record(pc, op)
+		}
 	}
 	return next, st, nil
+}
+
+// detail is what a trace says of a record beyond its opcode.
+func (r *run) detail(rec *Record, emulated bool) string {
+	switch rec.Opcode() {
+	case OpCtrlWR:
+		w := rec.CSRWrite()
+		if n, ok := r.cfg.CSR.(CSRNamer); ok {
+			if name := n.NameCSR(w.Addr); name != "" {
+				return fmt.Sprintf("%s <- %d", name, w.Value)
+			}
+		}
+		return fmt.Sprintf("%#x <- %#x", w.Addr, w.Value)
+	case OpTensorScalar:
+		ts := rec.TensorScalar()
+		if !emulated {
+			return ts.Detail() + " (not emulated)"
+		}
+		return ts.Detail()
+	}
+	return ""
 }
 
 func (r *run) csrWrite(w CSRWrite) error {

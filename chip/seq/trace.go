@@ -21,8 +21,8 @@ const (
 	// the first at PC): one event, so a loop of NOPs and branches stays
 	// small.
 	TraceRecords TraceKind = iota + 1
-	// TraceRecord is one record whose arithmetic is not emulated
-	// (MATMUL, ACTIVATE, ...): its own event.
+	// TraceRecord is one record of its own: a compute record (MATMUL,
+	// TENSOR_SCALAR_ARITH, ...), emulated or not, or a CTRL_WR.
 	TraceRecord
 	// TraceWait is the time a record blocked on its wait predicate.
 	TraceWait
@@ -41,6 +41,10 @@ type TraceEvent struct {
 	Start, End time.Time
 	Wait       Wait // TraceWait: what it waited for, Now as it passed (or stopped)
 	Stopped    bool // TraceWait: the run ended while waiting
+	// Detail is what a TraceRecord did beyond its opcode: a tensor-scalar
+	// record's ops and dtypes, the register a CTRL_WR wrote ("dma 3 q2 tx
+	// tail <- 1").
+	Detail string
 }
 
 // DefaultTraceLimit is how many events one engine's run may trace before
@@ -101,23 +105,27 @@ func (tr *tracing) begin() time.Time {
 	return now
 }
 
-// record traces one record that just completed; start is from begin for
-// a record that is not a control record. A control record only counts:
-// its run is stamped once, when it ends, so tracing a tight loop costs no
-// clock read per record.
-func (tr *tracing) record(pc uint64, op Opcode, class Class, start time.Time) {
+// record counts one control record that just completed: its run is
+// stamped once, when it ends, so tracing a tight loop costs no clock
+// read per record.
+func (tr *tracing) record(pc uint64, op Opcode) {
 	if tr.left <= 0 {
 		return
 	}
-	if class == ClassControl {
-		if tr.runN == 0 {
-			tr.runPC, tr.runOp = pc, op
-		}
-		tr.runN++
+	if tr.runN == 0 {
+		tr.runPC, tr.runOp = pc, op
+	}
+	tr.runN++
+}
+
+// single traces one record of its own that just completed; start is from
+// begin.
+func (tr *tracing) single(pc uint64, op Opcode, start time.Time, detail string) {
+	if tr.left <= 0 {
 		return
 	}
 	now := time.Now()
-	tr.emit(TraceEvent{Kind: TraceRecord, PC: pc, Op: op, N: 1, Start: start, End: now})
+	tr.emit(TraceEvent{Kind: TraceRecord, PC: pc, Op: op, N: 1, Start: start, End: now, Detail: detail})
 	tr.last = now
 }
 
