@@ -61,11 +61,12 @@ type Chip struct {
 	coreNQ  []*nq.Block // NOTIFIC blocks of the cores
 	topSPNQ []*nq.Block // and of the TOP_SPs
 
-	exec    [MaxCores]Doorbell // each with its own lock (rank Exec)
-	sweeps  []*sweepTarget     // semaphore areas the sweeper polls (semsweep.go)
-	execReq execWatch          // delivered exec requests (execreq.go)
-	progs   programs           // staged programs running (execrun.go)
-	power   firmwarePower      // the firmware's utilisation model (power.go)
+	exec    [MaxCores]Doorbell    // each with its own lock (rank Exec)
+	sweeps  []*sweepTarget        // semaphore areas the sweeper polls (semsweep.go)
+	execReq execWatch             // delivered exec requests (execreq.go)
+	progs   programs              // staged programs running (execrun.go)
+	power   firmwarePower         // the firmware's utilisation model (power.go)
+	onchip  [MaxCores]*coreOnChip // the cores' SBUF and PSUM (onchip.go)
 }
 
 // New builds a chip over a fresh physical memory file. drv is asked
@@ -83,6 +84,7 @@ func New(cfg Config, drv Driver) (*Chip, error) {
 	c.initSweeps()
 	c.initExecWatch()
 	c.initEngines()
+	c.initOnChip()
 	if err := c.initBAR0(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("BAR0: %w", err)

@@ -51,3 +51,22 @@ func (s coreCSR) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error
 	}
 	return nil
 }
+
+// NameCSR implements seq.CSRNamer: a DMA queue's tail-increment register
+// is named after the queue's trace track ("dma 3 q2 tx tail").
+func (s coreCSR) NameCSR(addr uint64) string {
+	f := s.c.arch
+	off, ok := f.CSROffset(addr)
+	if !ok {
+		return ""
+	}
+	eng, qid, s2m, reg, ok := f.UDMAQueueRegister(off)
+	if !ok || reg != dhal.UDMAQueueTailInc {
+		return ""
+	}
+	side := "tx"
+	if s2m {
+		side = "rx"
+	}
+	return fmt.Sprintf("dma %d q%d %s tail", eng, qid, side)
+}

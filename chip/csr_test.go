@@ -26,6 +26,13 @@ type csrQueue struct {
 
 func prepareCSRQueue(t *testing.T, c *Chip, nc int, sem uint8) csrQueue {
 	t.Helper()
+	return prepareCSRQueueFrom(t, c, nc, sem, 0)
+}
+
+// prepareCSRQueueFrom is prepareCSRQueue copying from device address
+// from (0: a buffer of its own, filled with 1, 2, 3...).
+func prepareCSRQueueFrom(t *testing.T, c *Chip, nc int, sem uint8, from uint64) csrQueue {
+	t.Helper()
 	f := c.arch
 	q := csrQueue{engID: nc*f.DMAEnginesPerCore + 3, qid: 2, completed: sem}
 	q.eng = c.Engine(q.engID)
@@ -42,6 +49,10 @@ func prepareCSRQueue(t *testing.T, c *Chip, nc int, sem uint8) csrQueue {
 	for i := range q.src {
 		q.src[i] = byte(i + 1)
 	}
+	srcPA := base + src
+	if from != 0 {
+		srcPA = from
+	}
 	binary.LittleEndian.PutUint32(slice(one, 4), 1)
 	res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore)
 	if !ok {
@@ -52,7 +63,7 @@ func prepareCSRQueue(t *testing.T, c *Chip, nc int, sem uint8) csrQueue {
 	for _, p := range []struct {
 		src, dst uint64
 		n        uint32
-	}{{base + src, base + dst, 64}, {base + one, semInc, 4}} {
+	}{{srcPA, base + dst, 64}, {base + one, semInc, 4}} {
 		tx, rx := dmadesc.CopyPair(p.src, p.dst, p.n, dmadesc.InitialRingID)
 		pairs = append(pairs, [2]dmadesc.Desc{tx, rx})
 	}

@@ -133,14 +133,16 @@ func (c *Chip) waitExecQueues(nc int, busy [][2]int) {
 }
 
 // ResetExec clears core nc's execution state (core reset): doorbells not
-// yet served are dropped, a halt is forgotten and the staged programs are
-// cancelled without waiting, so it may run under the driver's lock.
+// yet served are dropped, a halt is forgotten, the staged programs are
+// cancelled without waiting, so it may run under the driver's lock, and
+// PSUM is cleared.
 func (c *Chip) ResetExec(nc int) {
 	if nc >= len(c.exec) {
 		return
 	}
 	c.exec[nc].Reset()
 	c.cancelPrograms(nc)
+	c.resetOnChip(nc)
 }
 
 // reportDMAAbort writes an error record for a queue that stopped on an

@@ -107,8 +107,7 @@ func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 		if addr == 0 {
 			continue
 		}
-		eng := seq.Engine(e)
-		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: c.coreSync(nc), CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, eng), Notify: func(no seq.Notification) { c.seqNotify(nc, r, no) }})
+		r.seqs[e] = seq.New(c.seqConfig(nc, seq.Engine(e), func(no seq.Notification) { c.seqNotify(nc, r, no) }))
 		n++
 	}
 	if n == 0 {
@@ -118,6 +117,12 @@ func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 	// Before the run is published: a reset may cancel it at once.
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
+}
+
+// seqConfig is what engine e of core nc runs with: the core's
+// semaphores, registers and on-chip memory, the trace, and notify.
+func (c *Chip) seqConfig(nc int, e seq.Engine, notify func(seq.Notification)) seq.Config {
+	return seq.Config{Engine: e, Sync: c.coreSync(nc), CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, e), OnChip: c.OnChip(nc), Notify: notify}
 }
 
 // startRun runs r's engines, each in its own goroutine.

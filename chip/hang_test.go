@@ -33,7 +33,7 @@ func runEngines(t *testing.T, c *Chip, nc int, imgs map[seq.Engine]*seq.Image) *
 	r := &seqRun{done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for e := range imgs {
-		r.seqs[e] = seq.New(seq.Config{Engine: e, Sync: c.coreSync(nc), CSR: c.coreCSR(nc)})
+		r.seqs[e] = seq.New(c.seqConfig(nc, e, nil))
 	}
 	r.live.Store(int32(len(imgs)))
 	cr := &c.progs.cores[nc]

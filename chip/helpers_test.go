@@ -40,6 +40,12 @@ func newTestChip(t *testing.T, instance string) *Chip {
 // newTestChipDriver is newTestChip that also returns its driver.
 func newTestChipDriver(t testing.TB, instance string) (*Chip, *testDriver) {
 	t.Helper()
+	return newTestChipWith(t, instance, nil)
+}
+
+// newTestChipWith is newTestChipDriver with set changing the config.
+func newTestChipWith(t testing.TB, instance string, set func(*Config)) (*Chip, *testDriver) {
+	t.Helper()
 	inst, err := dhal.LookupInstance(instance)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,11 @@ func newTestChipDriver(t testing.TB, instance string) (*Chip, *testDriver) {
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
 	drv := &testDriver{}
-	c, err := New(Config{Name: "neuron0", Arch: f, Log: logrus.NewEntry(l), Epoch: time.Now(), InferenceStart: -1}, drv)
+	cfg := Config{Name: "neuron0", Arch: f, Log: logrus.NewEntry(l), Epoch: time.Now(), InferenceStart: -1}
+	if set != nil {
+		set(&cfg)
+	}
+	c, err := New(cfg, drv)
 	if err != nil {
 		t.Fatal(err)
 	}

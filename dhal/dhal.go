@@ -131,6 +131,9 @@ type ArchFacts struct {
 	// PodLinkEngines are the DMA engines pod election uses to reach the
 	// left ([0]) and right ([1]) neighbour node; zero on V2 (no pods).
 	PodLinkEngines [2][2]int
+	// SBUFPartitionBytes is the memory at the start of each 256 KiB
+	// partition of a core's state buffer (STATE_BUF_PARTITION_ACTIVE_SIZE).
+	SBUFPartitionBytes uint32
 
 	tpbBase   uint64   // BAR0 offset of core 0's TPB window; cores follow at TPBWindowSize
 	nxEngines []int    // engine%16 values whose queue NXQueue belongs to the NX and survives process exit

@@ -34,6 +34,7 @@ func v2Facts() ArchFacts {
 		DMAEngineSlots:        132,
 		DMAEnginesResetOnExit: 32,
 		QueuesPerEngine:       16,
+		SBUFPartitionBytes:    192 << 10, // sunda (ISA header, wiki 59909149245)
 		HBMChannels:           2,
 		HBMBases:              []uint64{0x0, 0x1000000000},
 		HBMSize:               0x400000000, // 16 GiB

@@ -24,6 +24,7 @@ func v3Facts() ArchFacts {
 		DMAEngineSlots:        132,
 		DMAEnginesResetOnExit: 128,
 		QueuesPerEngine:       16,
+		SBUFPartitionBytes:    224 << 10, // cayman (ISA header, wiki 59909149245)
 		HBMChannels:           4,
 		HBMBases:              []uint64{0x0, 0x4000000000, 0x800000000000, 0x804000000000},
 		HBMSize:               0x600000000, // 24 GiB active in a 64 GiB window

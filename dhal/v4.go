@@ -17,7 +17,8 @@ var trn3PCIDevices = []uint16{0x7564, 0x7565}
 func v4Facts() ArchFacts {
 	f := v3Facts()
 	f.Arch = V4
-	f.HBMSize = 0x900000000 // 36 GiB per stack
+	f.HBMSize = 0x900000000          // 36 GiB per stack
+	f.SBUFPartitionBytes = 256 << 10 // mariana (ISA header, wiki 59909149245)
 	f.mmapTable = v3MmapTable(f.HBMSize)
 	f.programRegions = v3ProgramRegions(f.HBMSize)
 	f.PodLinkEngines = [2][2]int{{40, 72}, {8, 104}}

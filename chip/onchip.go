@@ -1,0 +1,74 @@
+package chip
+
+import (
+	"fmt"
+
+	"github.com/neuronfs/neuronfs/chip/seq"
+	"github.com/neuronfs/neuronfs/dhal"
+)
+
+// The cores' on-chip memory as their engines compute on it
+// (TENSOR_SCALAR_ARITH). A core's SBUF is its SBUF mmap resource in the
+// device's memory, partition p at p × 256 KiB (docs/isa.md): what an
+// engine writes there a DMA descriptor or a mapping of the resource
+// reads, and back. PSUM has no window in the device's address space, so
+// it lives in the daemon, each partition allocated when first reached,
+// and a core reset clears it. Neither costs anything until an engine
+// computes.
+
+// coreOnChip is core nc's on-chip memory.
+type coreOnChip struct {
+	c      *Chip
+	nc     int
+	sbuf   uint64 // device address of the SBUF resource
+	hasBuf bool
+	psum   *seq.OnChipMemory
+}
+
+// initOnChip gives each core its on-chip memory.
+func (c *Chip) initOnChip() {
+	f := c.arch
+	for nc := range min(f.CoresPerDevice, MaxCores) {
+		m := &coreOnChip{c: c, nc: nc, psum: seq.NewOnChipMemory(f.SBUFPartitionBytes)}
+		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSBUF); ok && res.Size >= seq.Partitions*uint64(seq.SBUF.Stride()) {
+			m.sbuf, m.hasBuf = res.Offset, true
+		}
+		c.onchip[nc] = m
+	}
+}
+
+// OnChip returns core nc's SBUF and PSUM as its engines address them;
+// nil for a core the chip does not have.
+func (c *Chip) OnChip(nc int) seq.OnChip {
+	if nc < 0 || nc >= MaxCores || c.onchip[nc] == nil {
+		return nil
+	}
+	return c.onchip[nc]
+}
+
+// resetOnChip clears what a core reset clears: PSUM.
+func (c *Chip) resetOnChip(nc int) {
+	if nc >= 0 && nc < MaxCores && c.onchip[nc] != nil {
+		c.onchip[nc].psum.Reset(seq.PSUM)
+	}
+}
+
+// Partition implements seq.OnChip.
+func (m *coreOnChip) Partition(g seq.Region, p int, write bool) ([]byte, error) {
+	if g != seq.SBUF || !m.hasBuf {
+		return m.psum.Partition(g, p, write)
+	}
+	if p < 0 || p >= seq.Partitions {
+		return nil, fmt.Errorf("%w: SBUF partition %d", seq.ErrAperture, p)
+	}
+	pa, n := m.sbuf+uint64(p)*uint64(g.Stride()), uint64(m.c.arch.SBUFPartitionBytes)
+	mem := m.c.mem
+	if write && mem.Admit != nil && !mem.Admit(pa, n) {
+		return nil, fmt.Errorf("core %d SBUF partition %d: the host's memory limit refuses the write", m.nc, p)
+	}
+	b, ok := mem.Local(pa, n)
+	if !ok {
+		return nil, fmt.Errorf("core %d SBUF partition %d: no memory at %#x", m.nc, p, pa)
+	}
+	return b, nil
+}
