@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/chip/spacefs"
 )
 
 // Backing says where the devices' physical memory lives.
@@ -15,6 +17,45 @@ type Backing struct {
 	// "" is a memfd per device, which lives in host RAM for good (on a
 	// host without swap) but is faster.
 	Dir string
+
+	// store serves the physical spaces when Dir's filesystem cannot hold
+	// a file as long as one (ext4: 16 TiB); see Open.
+	store *spacefs.Server
+}
+
+// Open readies the backing for physical spaces of span bytes. A
+// directory whose filesystem ends files before span gets a store server
+// (package spacefs) that keeps the spaces compactly there; Close ends it.
+func (b Backing) Open(span uint64) (Backing, error) {
+	if b.Dir == "" || b.store != nil {
+		return b, nil
+	}
+	fd, err := b.create("probe")
+	if err != nil {
+		return b, err
+	}
+	err = unix.Ftruncate(fd, int64(span))
+	unix.Close(fd)
+	switch err {
+	case nil:
+		return b, nil
+	case unix.EFBIG:
+		if b.store, err = spacefs.Start(b.Dir); err != nil {
+			return b, fmt.Errorf("%s ends files before the devices' highest physical address %#x, and %w", b.Dir, span, err)
+		}
+		return b, nil
+	}
+	return b, fmt.Errorf("size a physical-memory file in %s to %#x: %w", b.Dir, span, err)
+}
+
+// Compact reports whether the physical spaces go through a store server.
+func (b Backing) Compact() bool { return b.store != nil }
+
+// Close ends what Open started; the chips must be closed first.
+func (b Backing) Close() {
+	if b.store != nil {
+		b.store.Close()
+	}
 }
 
 func (b Backing) String() string {
@@ -41,6 +82,13 @@ type physMem struct {
 }
 
 func newPhysMem(name string, span uint64, b Backing) (*physMem, error) {
+	if b.store != nil {
+		fd, err := b.store.Create(name, span)
+		if err != nil {
+			return nil, err
+		}
+		return &physMem{fd: fd, span: span}, nil
+	}
 	fd, err := b.create(name)
 	if err != nil {
 		return nil, err
@@ -48,8 +96,8 @@ func newPhysMem(name string, span uint64, b Backing) (*physMem, error) {
 	if err := unix.Ftruncate(fd, int64(span)); err != nil {
 		unix.Close(fd)
 		if err == unix.EFBIG {
-			// ext4 ends files at 16 TiB; the chip's addresses go further.
-			return nil, fmt.Errorf("size %s to %#x (its highest physical address): %w: %s cannot hold a file that large; put the backing on XFS, btrfs or tmpfs", name, span, err, b)
+			// ext4 ends files at 16 TiB; Open puts a store in front.
+			return nil, fmt.Errorf("size %s to %#x (its highest physical address): %w: the backing was not opened for that span", name, span, err)
 		}
 		return nil, fmt.Errorf("size %s to %#x: %w", name, span, err)
 	}

@@ -165,6 +165,9 @@ func NewSystem(cfg Config) (*System, error) {
 		podRAM:       make(podRAM, inst.Devices),
 		backing:      cfg.Backing,
 	}
+	if s.backing, err = cfg.Backing.Open(facts.PhysicalSpan()); err != nil {
+		return nil, fmt.Errorf("memory backing: %w", err)
+	}
 	s.epoch = time.Now()
 	s.memLimit.init(cfg.Backing, cfg.MemoryLimit)
 	s.inferenceStart, s.execLatency = -1, cfg.ExecLatency
@@ -255,6 +258,7 @@ func (s *System) Close() {
 	for _, d := range s.Devices {
 		d.chip.Close()
 	}
+	s.backing.Close()
 }
 
 // Device returns device i, or nil.
