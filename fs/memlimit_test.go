@@ -121,7 +121,7 @@ func TestMemoryLimitMemfd(t *testing.T) {
 // copies, punch on free; and with a limit the daemon's resident set stays
 // under it, the pages left to the kernel's page cache.
 func TestFileBacking(t *testing.T) {
-	dir := testutil.BigFileDir(t, 8<<30)
+	dir := t.TempDir()
 	const limit = 256 << 20
 	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.3xlarge", Backing: device.Backing{Dir: dir}, MemoryLimit: limit})
 	if _, b := d.Sys.MemoryLimit(); b.Dir != dir {

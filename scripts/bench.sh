@@ -14,10 +14,7 @@ benchstat=$(go env GOPATH)/bin/benchstat
 [ -x "$benchstat" ] || go install golang.org/x/perf/cmd/benchstat@latest
 raw=$(mktemp)
 tmp=$(mktemp -d)
-. scripts/xfs.sh
-trap 'teardown_xfs; rm -rf "$raw" "$tmp"' EXIT
-# The file-backed benchmarks' filesystem (BenchmarkCopy, BenchmarkMappedMemcpy).
-setup_xfs && export NEURONFS_BIGFILE_DIR=$xfs
+trap 'rm -rf "$raw" "$tmp"' EXIT
 go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^(BenchmarkCopy|BenchmarkMappedMemcpy)$' -count "$count" | tee -a "$raw"
