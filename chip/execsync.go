@@ -37,10 +37,12 @@ func (c *Chip) seqProgram(addr uint64) seq.Program {
 
 // areaSync is a core's semaphores and events as its engines use them.
 // Its updates come from a program: they wake the core's engines but never
-// ring the host doorbell.
+// ring the host doorbell. The core's own engines never wait on Changed
+// (they park, execsched.go); it serves a sequencer run by Run.
 type areaSync struct {
-	a    Area
-	wake *seq.Waker
+	a  Area
+	c  *Chip
+	nc int
 }
 
 // coreSync returns core nc's Sync; a core without an area gets private
@@ -50,23 +52,23 @@ func (c *Chip) coreSync(nc int) seq.Sync {
 	if !ok || nc >= MaxCores {
 		return new(seq.Words)
 	}
-	return areaSync{a: a, wake: &c.progs.cores[nc].wake}
+	return areaSync{a: a, c: c, nc: nc}
 }
 
 var semWindowOp = map[seq.SemOp]Op{seq.SemAdd: Inc, seq.SemSub: Dec, seq.SemSet: Set}
 
 func (s areaSync) Semaphore(idx uint8) uint32 { return s.a.Semaphore(int(idx)) }
 func (s areaSync) Event(idx uint8) bool       { return s.a.Event(int(idx)) != 0 }
-func (s areaSync) Changed() <-chan struct{}   { return s.wake.Changed() }
+func (s areaSync) Changed() <-chan struct{}   { return s.c.progs.cores[s.nc].wake.Changed() }
 
 func (s areaSync) UpdateSemaphore(idx uint8, op seq.SemOp, v uint32) {
 	s.a.Apply(ReadWindow+4*uint64(idx), semWindowOp[op], v)
-	s.wake.Wake()
+	s.c.WakeCore(s.nc)
 }
 
 func (s areaSync) SetEvent(idx uint8, state bool) {
 	s.a.SetEvent(int(idx), b2u32(state))
-	s.wake.Wake()
+	s.c.WakeCore(s.nc)
 }
 
 func (s areaSync) CompareAndSetEvent(idx uint8, old, new bool) bool {
@@ -74,7 +76,7 @@ func (s areaSync) CompareAndSetEvent(idx uint8, old, new bool) bool {
 		return false
 	}
 	if old != new {
-		s.wake.Wake()
+		s.c.WakeCore(s.nc)
 	}
 	return true
 }
