@@ -48,6 +48,7 @@ type seqRun struct {
 	live   atomic.Int32  // engines still running
 	seqs   [seq.NumEngines]*seq.Sequencer
 	progs  [seq.NumEngines]seq.Program
+	syncs  [seq.NumEngines]seq.Sync // each engine's view of the core's semaphores
 }
 
 // alive reports whether r still has a running engine and was not
@@ -112,7 +113,8 @@ func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 			continue
 		}
 		eng := seq.Engine(e)
-		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: c.coreSync(nc), CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, eng), Notify: func(no seq.Notification) { c.seqNotify(nc, r, no) }})
+		r.syncs[e] = c.coreSync(nc)
+		r.seqs[e] = seq.New(seq.Config{Engine: eng, Sync: r.syncs[e], CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, eng), Notify: func(no seq.Notification) { c.seqNotify(nc, r, no) }})
 		r.progs[e] = c.seqProgram(addr)
 		n++
 	}
@@ -134,7 +136,9 @@ func (c *Chip) startRun(nc int, r *seqRun) {
 			continue
 		}
 		c.progs.wg.Add(1)
-		start = append(start, &engineRun{r: r, e: seq.Engine(e)})
+		er := &engineRun{r: r, e: seq.Engine(e)}
+		er.sy, _ = r.syncs[e].(*areaSync)
+		start = append(start, er)
 	}
 	if r.ctx.Err() != nil { // reset before it started: the engines stay idle
 		for range start {

@@ -36,9 +36,25 @@ const (
 // engineRun is one engine of a run, owned by one goroutine at a time or
 // parked.
 type engineRun struct {
-	r *seqRun
-	e seq.Engine
-	x *seq.Exec
+	r  *seqRun
+	e  seq.Engine
+	x  *seq.Exec
+	sy *areaSync // nil for a core without an area (private words)
+}
+
+// ready re-checks e's wait under cr.mu; a change the check made (an event
+// it took) sets due: the caller wakes the core once cr.mu is released.
+func (e *engineRun) ready(due *bool) bool {
+	if e.sy == nil {
+		return e.x.Ready()
+	}
+	e.sy.held = true
+	ok := e.x.Ready()
+	e.sy.held = false
+	if e.sy.due {
+		e.sy.due, *due = false, true
+	}
+	return ok
 }
 
 // runner is a doorbell running its core's engines (runInline): engines
@@ -60,26 +76,29 @@ func (c *Chip) WakeCore(nc int) {
 		return
 	}
 	var buf [seq.NumEngines]*engineRun
-	ready := buf[:0]
+	ready, due := buf[:0], false
 	cr.mu.Lock()
 	if rn := cr.runner; rn != nil {
-		rn.ready = cr.takeReady(rn.ready)
+		rn.ready = cr.takeReady(rn.ready, &due)
 		cr.mu.Unlock()
-		return
+	} else {
+		ready = cr.takeReady(ready, &due)
+		cr.mu.Unlock()
+		for _, e := range ready {
+			go c.drive(e)
+		}
 	}
-	ready = cr.takeReady(ready)
-	cr.mu.Unlock()
-	for _, e := range ready {
-		go c.drive(e)
+	if due {
+		c.WakeCore(nc)
 	}
 }
 
 // takeReady unparks the engines whose wait now holds onto dst; those of a
-// stopped run stay for stopParked. Under cr.mu.
-func (cr *coreRuns) takeReady(dst []*engineRun) []*engineRun {
+// stopped run stay for stopParked. Under cr.mu; due as engineRun.ready.
+func (cr *coreRuns) takeReady(dst []*engineRun, due *bool) []*engineRun {
 	keep := cr.parked[:0]
 	for _, e := range cr.parked {
-		if e.r.ctx.Err() == nil && e.x.Ready() {
+		if e.r.ctx.Err() == nil && e.ready(due) {
 			dst = append(dst, e)
 			continue
 		}
@@ -106,14 +125,18 @@ func (c *Chip) park(nc int, e *engineRun) bool {
 	// Counted before the re-check: a store WakeCore finds no parked engine
 	// for came before it, and the re-check sees that store.
 	cr.nparked.Add(1)
-	if e.x.Ready() {
+	due := false
+	ok := e.ready(&due)
+	if ok {
 		cr.nparked.Add(-1)
-		cr.mu.Unlock()
-		return false
+	} else {
+		cr.parked = append(cr.parked, e)
 	}
-	cr.parked = append(cr.parked, e)
 	cr.mu.Unlock()
-	return true
+	if due {
+		c.WakeCore(nc)
+	}
+	return !ok
 }
 
 // stopParked ends r's parked engines once its context ended (NC_RESET, a
@@ -180,8 +203,12 @@ func (c *Chip) runInline(nc int, start []*engineRun) {
 		return
 	}
 	cr.runner = rn
-	rn.ready = cr.takeReady(rn.ready) // the doorbell's own store
+	due := false
+	rn.ready = cr.takeReady(rn.ready, &due) // the doorbell's own store
 	cr.mu.Unlock()
+	if due {
+		c.WakeCore(nc)
+	}
 	for left := inlineBudget; ; {
 		cr.mu.Lock()
 		if len(rn.ready) == 0 || left <= 0 {

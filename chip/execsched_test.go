@@ -97,3 +97,31 @@ func TestParkedEngines(t *testing.T) {
 		t.Fatalf("%d engines still parked after the reset", n)
 	}
 }
+
+// A parked engine's wait that takes its event (set, then clear it) is
+// checked under the core's lock: the change it makes wakes the core only
+// once the lock is released.
+func TestParkedWaitTakesEvent(t *testing.T) {
+	c := newTestChip(t, "trn2.3xlarge")
+	const nc = 0
+	r := runEngines(t, c, nc, map[seq.Engine]*seq.Image{
+		seq.PE:  seq.Assemble(0x1000, seq.NewWait(seq.WaitEvtSetThenClear, 5, 0), seq.NewRecord(seq.OpHalt)),
+		seq.ACT: seq.Assemble(0x2000, seq.NewWait(seq.WaitSemGE, 8, 1), seq.NewRecord(seq.OpHalt)),
+	})
+	a, _ := c.SemArea(nc)
+	done := make(chan struct{})
+	go func() {
+		a.SetEvent(5, 1) // the host's EVENT_SET
+		c.WakeCore(nc)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("waking the core deadlocked on the event its engine took")
+	}
+	waitUntil(t, "PE past its wait", func() bool { return r.seqs[seq.PE].Status().State == seq.Halted })
+	if a.Event(5) != 0 {
+		t.Error("PE's wait did not take the event")
+	}
+}

@@ -33,7 +33,8 @@ func runEngines(t *testing.T, c *Chip, nc int, imgs map[seq.Engine]*seq.Image) *
 	r := &seqRun{nc: nc, done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for e, img := range imgs {
-		r.seqs[e] = seq.New(seq.Config{Engine: e, Sync: c.coreSync(nc), CSR: c.coreCSR(nc)})
+		r.syncs[e] = c.coreSync(nc)
+		r.seqs[e] = seq.New(seq.Config{Engine: e, Sync: r.syncs[e], CSR: c.coreCSR(nc)})
 		r.progs[e] = seq.ImageProgram(img)
 	}
 	r.live.Store(int32(len(imgs)))
