@@ -1,6 +1,7 @@
 package chip
 
 import (
+	"math"
 	"runtime"
 
 	"github.com/sirupsen/logrus"
@@ -185,7 +186,7 @@ func (c *Chip) drive(e *engineRun) {
 
 // maxRecords lets an engine's own goroutine run until its sequencer's
 // yield interval.
-const maxRecords = int(^uint(0) >> 1)
+const maxRecords = math.MaxInt
 
 // runInline runs start and every engine of core nc the doorbell released
 // in the calling goroutine, until each parked or ended or inlineBudget
