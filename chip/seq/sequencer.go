@@ -201,8 +201,7 @@ func (x *Exec) Resume(ctx context.Context, max int) (Step, int) {
 	}
 	for n := 0; ; {
 		if n == max {
-			x.yield()
-			return Yielded, n
+			return Yielded, n // the owner's share: counts and trace go on
 		}
 		if x.left--; x.left == 0 {
 			x.left = x.cfg.YieldEvery
