@@ -61,14 +61,20 @@ func TestSweepExactlyOnce(t *testing.T) {
 // The ringer of an idle core does the part of its doorbell that does not
 // wait and returns; the wait goes on in a goroutine, doorbells rung
 // meanwhile are served after it, in order; a halt makes the core ignore
-// doorbells until Reset.
+// doorbells until Reset. Every ring tells the engines once: by wake, or
+// by a serve that was not woken.
 func TestDoorbell(t *testing.T) {
 	var b Doorbell
 	var mu sync.Mutex
 	var served []uint32
+	told := 0
+	wake := func() { mu.Lock(); told++; mu.Unlock() }
 	block := make(chan struct{})
-	serve := func(v uint32) func() {
+	serve := func(v uint32, woken bool) func() {
 		mu.Lock()
+		if !woken {
+			told++
+		}
 		served = append(served, v)
 		first := len(served) == 1
 		mu.Unlock()
@@ -77,10 +83,10 @@ func TestDoorbell(t *testing.T) {
 		}
 		return nil
 	}
-	b.Ring(DoorbellRun, serve, false)  // returns before its wait is over
-	b.Ring(DoorbellRun, serve, false)  // queued: returns at once
-	b.Ring(DoorbellHalt, serve, false) // queued
-	b.Ring(DoorbellRun, serve, false)  // after the halt: ignored
+	b.Ring(DoorbellRun, serve, false, wake)  // returns before its wait is over
+	b.Ring(DoorbellRun, serve, false, wake)  // queued: returns at once
+	b.Ring(DoorbellHalt, serve, false, wake) // queued
+	b.Ring(DoorbellRun, serve, false, wake)  // after the halt: ignored
 	if mu.Lock(); len(served) != 1 {
 		t.Errorf("served %v while the first run waits, want only it", served)
 	}
@@ -101,9 +107,13 @@ func TestDoorbell(t *testing.T) {
 		t.Fatalf("served %v, want run, run, halt", got)
 	}
 	b.Reset()
-	b.Ring(DoorbellRun, serve, false)
+	b.Ring(DoorbellHalt, serve, false, wake)
+	b.Ring(DoorbellRun, serve, false, wake) // served inline after the halt: ignored
 	if mu.Lock(); len(served) != 4 {
 		t.Errorf("after reset the doorbell was not served: %v", served)
+	}
+	if told != 6 {
+		t.Errorf("6 rings told the engines %d times", told)
 	}
 	mu.Unlock()
 }

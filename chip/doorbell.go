@@ -19,33 +19,40 @@ type Doorbell struct {
 
 // Serve is what a core does for one doorbell value: run (1) or halt (2).
 // It does what needs no wait and returns the rest, which waits, or nil
-// when the doorbell is done.
-type Serve func(v uint32) (rest func())
+// when the doorbell is done. Unless woken, the core's engines have not
+// yet heard of the increment that rang: serve tells them at once, or runs
+// them itself.
+type Serve func(v uint32, woken bool) (rest func())
 
 // Ring queues v and, if the core is idle, serves it: the part that does
 // not wait before returning (inline), or all of it in a goroutine (async:
-// a caller that must not run the core's program at all).
-func (b *Doorbell) Ring(v uint32, serve Serve, async bool) {
+// a caller that must not run the core's program at all). The caller
+// stored the increment and leaves waking the engines to Ring: wake, at
+// once, unless Ring serves v inline, where serve does.
+func (b *Doorbell) Ring(v uint32, serve Serve, async bool, wake func()) {
 	b.mu.Lock()
 	b.pending = append(b.pending, v)
 	if b.running {
 		b.mu.Unlock()
+		wake()
 		return
 	}
 	b.running = true
 	b.mu.Unlock()
 	if async {
-		go b.drain(serve, false)
+		wake()
+		go b.drain(serve, false, nil)
 		return
 	}
-	b.drain(serve, true)
+	b.drain(serve, true, wake)
 }
 
 // drain serves queued doorbells as the core's runner. Inline, it serves
 // one doorbell's part that does not wait, then hands whatever remains (the
 // wait, later doorbells) to a goroutine that stays the runner, so runs
-// keep their order.
-func (b *Doorbell) drain(serve Serve, inline bool) {
+// keep their order. wake is due for the first doorbell served (nil:
+// done).
+func (b *Doorbell) drain(serve Serve, inline bool, wake func()) {
 	for served := 0; ; served++ {
 		b.mu.Lock()
 		if len(b.pending) == 0 {
@@ -55,7 +62,7 @@ func (b *Doorbell) drain(serve Serve, inline bool) {
 		}
 		if inline && served == 1 {
 			b.mu.Unlock()
-			go b.drain(serve, false)
+			go b.drain(serve, false, nil)
 			return
 		}
 		v := b.pending[0]
@@ -65,18 +72,23 @@ func (b *Doorbell) drain(serve Serve, inline bool) {
 			b.halted = true
 		}
 		b.mu.Unlock()
+		due := wake
+		wake = nil
 		if halted {
+			if due != nil {
+				due()
+			}
 			continue // a halted core ignores doorbells until it is reset
 		}
 		lockrank.AssertUnlocked("exec doorbell")
-		rest := serve(v)
+		rest := serve(v, due == nil)
 		if rest == nil {
 			continue
 		}
 		if inline {
 			go func() {
 				rest()
-				b.drain(serve, false)
+				b.drain(serve, false, nil)
 			}()
 			return
 		}

@@ -27,38 +27,53 @@ const execQueueWait = 10 * time.Second
 
 // onSemIncrement runs after a semaphore of core nc went up by v: an
 // increment of the inference-start semaphore by 1 or 2 rings the core's
-// doorbell (Doorbell). An async doorbell is served in a goroutine
-// (an engine's write must not run the core's program in its worker).
-func (c *Chip) onSemIncrement(nc int, idx uint32, v uint32, async bool) {
+// doorbell (Doorbell) and reports true; the doorbell then wakes the
+// core's engines (WakeCore), or runs those the increment released. An
+// async doorbell is served in a goroutine (an engine's write must not run
+// the core's program in its worker).
+func (c *Chip) onSemIncrement(nc int, idx uint32, v uint32, async bool) bool {
 	start := c.cfg.InferenceStart
 	if start >= 0 && idx != uint32(start) {
-		return
+		return false
 	}
 	if (v != DoorbellRun && v != DoorbellHalt) || nc >= len(c.coreNQ) {
-		return
+		return false
 	}
 	// The ringer never waits for the run: the chip works while the host
 	// goes on, as on the hardware. What is done at once (arming the
 	// queues, a small copy, the records of a run that found no wait)
 	// costs the ringer no hand-off.
-	c.exec[nc].Ring(v, func(v uint32) func() {
+	c.exec[nc].Ring(v, func(v uint32, woken bool) func() {
 		if v == DoorbellRun {
-			return c.runInference(nc)
+			return c.runInference(nc, woken)
+		}
+		if !woken {
+			c.WakeCore(nc)
 		}
 		return c.runHalt(nc)
-	}, async)
+	}, async, func() { c.WakeCore(nc) })
+	return true
 }
 
 // runInference serves one doorbell of core nc: it arms the exec queues
 // and returns the rest of the run when that has to wait (DMA still
 // moving, an execution latency), or finishes the run and returns nil.
-func (c *Chip) runInference(nc int) func() {
+// Unless woken, it tells the core's engines of the doorbell's increment:
+// before a wait, or by running them (runPrograms).
+func (c *Chip) runInference(nc int, woken bool) func() {
 	started := time.Now()
 	busy := c.armExecQueues(nc)
+	later := len(busy) > 0 || c.cfg.ExecLatency > 0
+	if later && !woken {
+		c.WakeCore(nc)
+	}
 	finish := func() {
 		c.waitExecQueues(nc, busy)
 		if c.runPrograms(nc) {
 			return // a delivered request: the engines answer (execrun.go)
+		}
+		if !woken && !later {
+			c.WakeCore(nc) // no engine runs, but the rule holds
 		}
 		notific := c.coreNQ[nc]
 		notific.EmitInfer(dhal.RecordStart)
@@ -75,7 +90,7 @@ func (c *Chip) runInference(nc int) func() {
 		c.power.addBusy(busy / time.Duration(c.arch.CoresPerDevice)) // one core of many
 		notific.EmitInfer(dhal.RecordEnd)
 	}
-	if len(busy) > 0 || c.cfg.ExecLatency > 0 {
+	if later {
 		return finish
 	}
 	finish()

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
@@ -18,32 +16,39 @@ import (
 // its address, over the device's memory and the core's semaphores and
 // events; their notifications go to the engines' INFER_STATUS queues and
 // their faults to the core's ERROR queue, in place of the semantic
-// START/END. The runs go on after the doorbell returns: a program loops
-// back to its wait gate, and the next doorbell's increment releases it.
+// START/END. The doorbell runs them as far as they go without waiting
+// (execsched.go); the runs go on after it returns: a program loops back
+// to its wait gate, and the next doorbell's increment releases it.
 // NC_RESET and the device's close end them, whatever they wait for.
 
 // programs are the device's sequenced executions.
 type programs struct {
 	cores [MaxCores]coreRuns
-	wg    sync.WaitGroup // every engine goroutine, until it returns
+	wg    sync.WaitGroup // every engine of every run, until it ended
 }
 
 // coreRuns is one core's sequenced execution.
 type coreRuns struct {
 	wake seq.Waker // closed on every store to the core's semaphores and events
 
-	mu  lockrank.Mutex[lockrank.Exec] // guards cur; never held across a wait
-	cur *seqRun
+	mu      lockrank.Mutex[lockrank.Exec] // guards cur, parked, runner; never held across a record
+	cur     *seqRun
+	parked  []*engineRun // engines blocked at a wait, run by nobody (execsched.go)
+	nparked atomic.Int32 // len(parked), read without mu
+	runner  *runner      // the doorbell running the core's engines, if any
 }
 
 // seqRun is one request's engines.
 type seqRun struct {
+	nc     int
 	req    execRequest
 	ctx    context.Context // ends at NC_RESET, a replacing request or close
 	cancel context.CancelFunc
 	done   chan struct{} // closed when every engine returned
 	live   atomic.Int32  // engines still running
 	seqs   [seq.NumEngines]*seq.Sequencer
+	progs  [seq.NumEngines]seq.Program
+	syncs  [seq.NumEngines]seq.Sync // each engine's view of the core's semaphores
 }
 
 // alive reports whether r still has a running engine and was not
@@ -52,11 +57,10 @@ func (r *seqRun) alive() bool {
 	return r != nil && r.live.Load() > 0 && r.ctx.Err() == nil
 }
 
-// wakeCore releases core nc's engines waiting on a semaphore or event:
-// call it after every store to the core's area, whoever made it.
-func (c *Chip) WakeCore(nc int) {
-	if nc >= 0 && nc < MaxCores {
-		c.progs.cores[nc].wake.Wake()
+// engineDone counts one of r's engines out.
+func (r *seqRun) engineDone() {
+	if r.live.Add(-1) == 0 {
+		close(r.done)
 	}
 }
 
@@ -86,6 +90,7 @@ func (c *Chip) runPrograms(nc int) bool {
 			return false
 		}
 		c.drv.Count(nc, "other_info/inference_count", 1)
+		c.runInline(nc, nil) // what the increment released
 		return true
 	}
 	cr.cur = r
@@ -101,13 +106,16 @@ func (c *Chip) runPrograms(nc int) bool {
 
 // newSeqRun prepares a run of req's images; nil if it names none.
 func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
-	r := &seqRun{req: *req, done: make(chan struct{})}
+	r := &seqRun{nc: nc, req: *req, done: make(chan struct{})}
 	n := int32(0)
 	for e, addr := range req.addr {
 		if addr == 0 {
 			continue
 		}
-		r.seqs[e] = seq.New(c.seqConfig(nc, seq.Engine(e), func(no seq.Notification) { c.seqNotify(nc, r, no) }))
+		eng := seq.Engine(e)
+		r.syncs[e] = c.coreSync(nc)
+		r.seqs[e] = seq.New(c.seqConfig(nc, eng, r.syncs[e], func(no seq.Notification) { c.seqNotify(nc, r, no) }))
+		r.progs[e] = c.seqProgram(addr)
 		n++
 	}
 	if n == 0 {
@@ -120,33 +128,36 @@ func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 }
 
 // seqConfig is what engine e of core nc runs with: the core's
-// semaphores, registers and on-chip memory, the trace, and notify.
-func (c *Chip) seqConfig(nc int, e seq.Engine, notify func(seq.Notification)) seq.Config {
-	return seq.Config{Engine: e, Sync: c.coreSync(nc), CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, e), OnChip: c.OnChip(nc), Notify: notify}
+// semaphores (sync), registers and on-chip memory, the trace, and notify.
+func (c *Chip) seqConfig(nc int, e seq.Engine, sync seq.Sync, notify func(seq.Notification)) seq.Config {
+	return seq.Config{Engine: e, Sync: sync, CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, e), OnChip: c.OnChip(nc), Notify: notify}
 }
 
-// startRun runs r's engines, each in its own goroutine.
+// startRun runs r's engines: as far as they go in the doorbell's
+// goroutine, then each in its own (execsched.go).
 func (c *Chip) startRun(nc int, r *seqRun) {
+	var start []*engineRun
 	for e, s := range r.seqs {
 		if s == nil {
 			continue
 		}
-		p := c.seqProgram(r.req.addr[e])
 		c.progs.wg.Add(1)
-		go func() {
-			defer c.progs.wg.Done()
-			var res seq.Result
-			if r.ctx.Err() == nil { // not reset before it started
-				res = s.Run(r.ctx, p)
-			}
-			if res.State == seq.Faulted {
-				c.log.WithFields(logrus.Fields{"core": nc, "engine": seq.Engine(e)}).Warn(res.Fault)
-			}
-			if r.live.Add(-1) == 0 {
-				close(r.done)
-			}
-		}()
+		er := &engineRun{r: r, e: seq.Engine(e)}
+		er.sy, _ = r.syncs[e].(*areaSync)
+		start = append(start, er)
 	}
+	if r.ctx.Err() != nil { // reset before it started: the engines stay idle
+		for range start {
+			r.engineDone()
+			c.progs.wg.Done()
+		}
+		return
+	}
+	for _, e := range start {
+		e.x = r.seqs[e.e].Start(r.progs[e.e])
+	}
+	context.AfterFunc(r.ctx, func() { c.stopParked(nc, r) })
+	c.runInline(nc, start)
 }
 
 // stopRun ends r's engines and waits until they returned.

@@ -37,10 +37,17 @@ func (c *Chip) seqProgram(addr uint64) seq.Program {
 
 // areaSync is a core's semaphores and events as its engines use them.
 // Its updates come from a program: they wake the core's engines but never
-// ring the host doorbell.
+// ring the host doorbell. The core's own engines never wait on Changed
+// (they park, execsched.go); it serves a sequencer run by Run. Each engine
+// has its own, used by whoever runs or checks that engine.
 type areaSync struct {
-	a    Area
-	wake *seq.Waker
+	a  Area
+	c  *Chip
+	nc int
+	// held: the core checks the engine's wait under its lock, so a change
+	// the check makes (an event it takes) is only noted (due), and woken
+	// once the lock is released.
+	held, due bool
 }
 
 // coreSync returns core nc's Sync; a core without an area gets private
@@ -50,33 +57,43 @@ func (c *Chip) coreSync(nc int) seq.Sync {
 	if !ok || nc >= MaxCores {
 		return new(seq.Words)
 	}
-	return areaSync{a: a, wake: &c.progs.cores[nc].wake}
+	return &areaSync{a: a, c: c, nc: nc}
 }
 
 var semWindowOp = map[seq.SemOp]Op{seq.SemAdd: Inc, seq.SemSub: Dec, seq.SemSet: Set}
 
-func (s areaSync) Semaphore(idx uint8) uint32 { return s.a.Semaphore(int(idx)) }
-func (s areaSync) Event(idx uint8) bool       { return s.a.Event(int(idx)) != 0 }
-func (s areaSync) Changed() <-chan struct{}   { return s.wake.Changed() }
+func (s *areaSync) Semaphore(idx uint8) uint32 { return s.a.Semaphore(int(idx)) }
+func (s *areaSync) Event(idx uint8) bool       { return s.a.Event(int(idx)) != 0 }
+func (s *areaSync) Changed() <-chan struct{}   { return s.c.progs.cores[s.nc].wake.Changed() }
 
-func (s areaSync) UpdateSemaphore(idx uint8, op seq.SemOp, v uint32) {
+func (s *areaSync) UpdateSemaphore(idx uint8, op seq.SemOp, v uint32) {
 	s.a.Apply(ReadWindow+4*uint64(idx), semWindowOp[op], v)
-	s.wake.Wake()
+	s.changed()
 }
 
-func (s areaSync) SetEvent(idx uint8, state bool) {
+func (s *areaSync) SetEvent(idx uint8, state bool) {
 	s.a.SetEvent(int(idx), b2u32(state))
-	s.wake.Wake()
+	s.changed()
 }
 
-func (s areaSync) CompareAndSetEvent(idx uint8, old, new bool) bool {
+func (s *areaSync) CompareAndSetEvent(idx uint8, old, new bool) bool {
 	if !s.a.SwapEvent(int(idx), old, b2u32(new)) {
 		return false
 	}
 	if old != new {
-		s.wake.Wake()
+		s.changed()
 	}
 	return true
+}
+
+// changed wakes the core's engines after a change, or notes it when the
+// core holds its lock.
+func (s *areaSync) changed() {
+	if s.held {
+		s.due = true
+		return
+	}
+	s.c.WakeCore(s.nc)
 }
 
 func b2u32(b bool) uint32 {

@@ -30,26 +30,19 @@ func (d *stallDriver) Faults() Faults {
 // runEngines runs imgs on core nc's sequencers as a staged run does, over
 // the core's semaphores; the run is stopped at the test's end.
 func runEngines(t *testing.T, c *Chip, nc int, imgs map[seq.Engine]*seq.Image) *seqRun {
-	r := &seqRun{done: make(chan struct{})}
+	r := &seqRun{nc: nc, done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	for e := range imgs {
-		r.seqs[e] = seq.New(c.seqConfig(nc, e, nil))
+	for e, img := range imgs {
+		r.syncs[e] = c.coreSync(nc)
+		r.seqs[e] = seq.New(c.seqConfig(nc, e, r.syncs[e], nil))
+		r.progs[e] = seq.ImageProgram(img)
 	}
 	r.live.Store(int32(len(imgs)))
 	cr := &c.progs.cores[nc]
 	cr.mu.Lock()
 	cr.cur = r
 	cr.mu.Unlock()
-	for e, img := range imgs {
-		c.progs.wg.Add(1)
-		go func() {
-			defer c.progs.wg.Done()
-			r.seqs[e].Run(r.ctx, seq.ImageProgram(img))
-			if r.live.Add(-1) == 0 {
-				close(r.done)
-			}
-		}()
-	}
+	c.startRun(nc, r)
 	t.Cleanup(func() { c.stopRun(r) })
 	return r
 }

@@ -27,8 +27,8 @@ func (c *Chip) ApplySem(nc int, off uint64, op Op, v uint32) {
 		return
 	}
 	_, idx := a.Apply(off, op, v)
-	c.WakeCore(nc)
-	if idx >= 0 {
-		c.onSemIncrement(nc, uint32(idx), v, false)
+	if idx >= 0 && c.onSemIncrement(nc, uint32(idx), v, false) {
+		return // the doorbell wakes the engines, or runs them
 	}
+	c.WakeCore(nc)
 }

@@ -13,6 +13,9 @@
 // used here with its source and whether it is documented or guessed.
 //
 // A sequencer holds no lock: its state belongs to the goroutine running
-// it, what others read (status, counters) is published atomically, and it
-// waits on a channel the Sync hands out, so a wait never holds anything.
+// it, what others read (status, counters) is published atomically, and
+// Run waits on a channel the Sync hands out, so a wait never holds
+// anything. A core may instead interpret a run in steps (Exec): Resume
+// returns at a wait that does not hold, and Ready re-checks it, so one
+// goroutine can run several engines and none needs a goroutine to wait.
 package seq

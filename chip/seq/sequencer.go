@@ -2,7 +2,9 @@ package seq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -85,76 +87,241 @@ func (s *Sequencer) publish(st State, pc uint64, op Opcode, w Wait, f *Fault) {
 	s.status.Store(&Status{Engine: s.cfg.Engine, State: st, PC: pc, Op: op, Wait: w, Fault: f})
 }
 
-// run is one Run's state, in the running goroutine.
+// run is one run's state, owned by one goroutine at a time.
 type run struct {
 	*Sequencer
 	p     Program
-	done  <-chan struct{}
 	img   *Image // set when the program is an Image: fetch without a copy
 	rec   Record
 	tally tally
 	tr    *tracing // nil unless the engine has a Tracer
+
+	pc     uint64
+	cur    *Record // the record being issued while it waits
+	passed uint8   // cur's waits already passed: its events', then CTRL_ES's
+	left   int     // records until the next yield
+	blk    blocked
+	res    Result
+	ended  bool
+	ctx    context.Context // the Resume under way's: long records check its end
+}
+
+// blocked is the wait a run stopped at.
+type blocked struct {
+	on    bool
+	ok    bool // Ready saw it hold: the next Resume goes past it
+	in    *waitInfo
+	ev    Events
+	op    Opcode
+	w     Wait
+	since time.Time // tracing: when it started to wait
+	until time.Time // tracing: when Ready saw it hold
 }
 
 // Run interprets p until the engine halts, meets garbage, or ctx ends
 // (NC_RESET), whatever it is waiting for. It holds no lock at any point.
 func (s *Sequencer) Run(ctx context.Context, p Program) Result {
-	r := &run{Sequencer: s, p: p, done: ctx.Done()}
-	r.img, _ = p.Mem.(*Image)
+	x := s.Start(p)
+	done := ctx.Done()
+	for {
+		st, _ := x.Resume(ctx, math.MaxInt)
+		switch st {
+		case Ended:
+			return x.Result()
+		case Yielded:
+			runtime.Gosched()
+			continue
+		}
+		for {
+			ch := s.cfg.Sync.Changed() // before the re-check: a change after it closes ch
+			if x.Ready() {
+				break
+			}
+			lockrank.AssertUnlocked("seq: engine wait")
+			select {
+			case <-ch:
+				continue
+			case <-done:
+				return x.Stop(ctx.Err())
+			}
+		}
+	}
+}
+
+// Exec is one run of a program, interpreted in steps by whoever owns it:
+// a core may run several engines in one goroutine and hand an engine that
+// waits to another. One goroutine at a time calls its methods.
+type Exec struct{ run }
+
+// Step is why Resume returned.
+type Step uint8
+
+const (
+	// Blocked: a record's wait does not hold; Ready says when it does.
+	Blocked Step = iota + 1
+	// Yielded: the engine ran its share of records and goes on when
+	// Resume is called again.
+	Yielded
+	// Ended: halted, faulted or stopped; Result says how.
+	Ended
+)
+
+// Start begins a run of p; nothing runs until Resume.
+func (s *Sequencer) Start(p Program) *Exec {
+	x := &Exec{run{Sequencer: s, p: p, pc: p.Start, left: s.cfg.YieldEvery}}
+	x.img, _ = p.Mem.(*Image)
 	if s.cfg.Tracer != nil {
-		r.tr = newTracing(s.cfg.Tracer, s.cfg.Engine, s.cfg.TraceLimit)
+		x.tr = newTracing(s.cfg.Tracer, s.cfg.Engine, s.cfg.TraceLimit)
 	}
 	s.publish(Running, p.Start, 0, Wait{}, nil)
-	res := r.loop(ctx)
-	if r.tr != nil {
-		r.tr.flush()
+	return x
+}
+
+// Result is how the run ended; valid once Resume returned Ended.
+func (x *Exec) Result() Result { return x.res }
+
+// Resume interprets records until a wait does not hold, the run ends, or
+// max records (or the engine's yield interval) ran, and returns why and
+// how many records it issued. The end of ctx (NC_RESET) ends the run at
+// a yield, and at once when Resume is called.
+func (x *Exec) Resume(ctx context.Context, max int) (Step, int) {
+	if x.ended {
+		return Ended, 0
 	}
-	r.tally.publish(&s.counts)
+	stop := ctx.Done()
+	if closed(stop) {
+		x.finish(x.stopResult(ctx.Err()))
+		return Ended, 0
+	}
+	x.ctx = ctx
+	defer func() { x.ctx = nil }()
+	if b := &x.blk; b.on {
+		if !b.ok && !x.Ready() {
+			return Blocked, 0
+		}
+		b.on = false
+		if x.tr != nil {
+			x.tr.waitedUntil(x.pc, b.op, b.since, b.until, b.w, false)
+		}
+	}
+	for n := 0; ; {
+		if n == max {
+			return Yielded, n // the owner's share: counts and trace go on
+		}
+		if x.left--; x.left == 0 {
+			x.left = x.cfg.YieldEvery
+			x.yield()
+			if closed(stop) {
+				x.finish(x.stopResult(ctx.Err()))
+				return Ended, n
+			}
+			return Yielded, n
+		}
+		rec := x.cur
+		var err error
+		if rec == nil {
+			rec, err = x.fetch(x.pc)
+			if err == nil {
+				err = rec.Validate()
+			}
+			if err != nil {
+				x.finish(x.fault(x.pc, rec, err))
+				return Ended, n
+			}
+		}
+		next, st, wait, err := x.step(x.pc, rec)
+		switch {
+		case err == errStopped:
+			x.finish(x.stopResult(ctx.Err()))
+			return Ended, n
+		case err != nil:
+			x.finish(x.fault(x.pc, rec, err))
+			return Ended, n
+		case wait:
+			x.cur = rec
+			return Blocked, n
+		}
+		x.cur, x.passed = nil, 0
+		n++
+		if st == Halted {
+			x.finish(Result{State: Halted, PC: x.pc})
+			return Ended, n
+		}
+		x.pc = next
+	}
+}
+
+// Ready re-checks the wait the run is blocked at, taking the event when
+// the wait says so; true means the next Resume goes on past it. It holds
+// no lock and never blocks, so a core may call it under its own.
+func (x *Exec) Ready() bool {
+	b := &x.blk
+	if !b.on || b.ok {
+		return !x.ended
+	}
+	now, ok := x.try(b.in, b.ev)
+	if !ok {
+		if now != b.w.Now {
+			b.w.Now = now
+			x.publish(Waiting, x.pc, b.op, b.w, nil)
+		}
+		return false
+	}
+	b.w.Now, b.ok = now, true
+	x.passed++
+	if x.tr != nil {
+		b.until = time.Now()
+	}
+	x.publish(Running, x.pc, b.op, Wait{}, nil)
+	return true
+}
+
+// Stop ends a run that is not running (blocked, yielded or not yet
+// resumed) as its context's end does; err is that context's error.
+func (x *Exec) Stop(err error) Result {
+	if !x.ended {
+		x.finish(x.stopResult(err))
+	}
+	return x.res
+}
+
+// stopResult is the Result of a run stopped where it is; a wait it was
+// blocked at is traced as cut short.
+func (x *Exec) stopResult(err error) Result {
+	if b := &x.blk; b.on && x.tr != nil {
+		x.tr.waited(x.pc, b.op, b.since, b.w, true)
+	}
+	if err == nil {
+		err = context.Canceled
+	}
+	return Result{State: Stopped, PC: x.pc, Err: err}
+}
+
+// yield publishes what the run did so far: its counts and trace.
+func (x *Exec) yield() {
+	x.tally.publish(&x.counts)
+	if x.tr != nil {
+		x.tr.flush() // a long loop shows as it goes
+	}
+}
+
+// finish ends the run with res and publishes it.
+func (x *Exec) finish(res Result) {
+	x.ended, x.res, x.blk.on = true, res, false
+	if x.tr != nil {
+		x.tr.flush()
+	}
+	x.tally.publish(&x.counts)
 	var op Opcode
 	if res.Fault != nil {
 		op = res.Fault.Opcode
 	}
-	s.publish(res.State, res.PC, op, Wait{}, res.Fault)
-	return res
+	x.publish(res.State, res.PC, op, Wait{}, res.Fault)
 }
 
-func (r *run) loop(ctx context.Context) Result {
-	pc, budget := r.p.Start, r.cfg.YieldEvery
-	for {
-		if budget--; budget == 0 {
-			budget = r.cfg.YieldEvery
-			r.tally.publish(&r.counts)
-			if r.tr != nil {
-				r.tr.flush() // a long loop shows as it goes
-			}
-			if r.stopped() {
-				return Result{State: Stopped, PC: pc, Err: ctx.Err()}
-			}
-			runtime.Gosched()
-		}
-		rec, err := r.fetch(pc)
-		if err == nil {
-			err = rec.Validate()
-		}
-		if err != nil {
-			return r.fault(pc, rec, err)
-		}
-		next, st, err := r.step(pc, rec)
-		switch {
-		case err != nil:
-			return r.fault(pc, rec, err)
-		case st == Stopped:
-			return Result{State: Stopped, PC: pc, Err: ctx.Err()}
-		case st == Halted:
-			return Result{State: Halted, PC: pc}
-		}
-		pc = next
-	}
-}
-
-func (r *run) stopped() bool {
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-r.done:
+	case <-ch:
 		return true
 	default:
 		return false
@@ -191,13 +358,17 @@ func (r *run) notify(n Notification) {
 	}
 }
 
-// step issues one valid record: its wait, its effect, its update. It
-// returns the next pc, or Halted/Stopped.
-func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
+// step issues one valid record: its waits, its effect, its update. It
+// returns the next pc or Halted, or wait when a predicate does not hold:
+// the record is issued again, past the waits it passed, once it does.
+func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, err error) {
 	op := rec.Opcode()
 	ev := rec.Events()
-	if ev.WaitMode != WaitNone && !r.wait(pc, op, ev) {
-		return 0, Stopped, nil
+	if r.passed == 0 {
+		if ev.WaitMode != WaitNone && !r.pass(op, ev) {
+			return 0, 0, true, nil
+		}
+		r.passed = 1
 	}
 	next = pc + RecordSize
 	class := op.Class()
@@ -212,33 +383,36 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 	switch op {
 	case OpCtrlES:
 		es := rec.ESEvents()
-		if es.WaitMode != WaitNone && !r.wait(pc, op, es) {
-			return 0, Stopped, nil
+		if r.passed == 1 {
+			if es.WaitMode != WaitNone && !r.pass(op, es) {
+				return 0, 0, true, nil
+			}
+			r.passed = 2
 		}
 		r.update(es)
 	case OpHalt:
 		st = Halted
 	case OpCtrlWR:
 		if err := r.csrWrite(rec.CSRWrite()); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	case OpNotify:
 		r.notify(Notification{Kind: NotifyExplicit, Engine: r.cfg.Engine, PC: pc, Hint: rec.DebugHint(), HintExt: rec.NotifyHintExt()})
 	case OpCtrlAL:
 		if err := r.alu(rec.ALU()); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	case OpCtrlBR:
 		if next, err = r.branch(pc, rec.Branch()); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	case OpTensorScalar:
 		skipped, stopped, err := r.tensorScalar(rec)
 		switch {
 		case err != nil:
-			return 0, 0, err
+			return 0, 0, false, err
 		case stopped:
-			return 0, Stopped, nil
+			return 0, 0, false, errStopped
 		}
 		emulated = skipped == ""
 	}
@@ -254,8 +428,15 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, err error) {
 			r.tr.record(pc, op)
 		}
 	}
-	return next, st, nil
+	return next, st, false, nil
 }
+
+// errStopped is how a record that checks for the end of the run midway
+// (a long tensor walk) says it met it.
+var errStopped = errors.New("run stopped")
+
+// stopped reports whether the run's context ended.
+func (r *run) stopped() bool { return r.ctx != nil && closed(r.ctx.Done()) }
 
 // detail is what a trace says of a record beyond its opcode.
 func (r *run) detail(rec *Record, emulated bool) string {
@@ -307,41 +488,23 @@ func (r *run) update(ev Events) {
 	sy.UpdateSemaphore(ev.UpdateIdx, in.op, v)
 }
 
-// wait blocks until ev's predicate holds; false means the run was stopped
-// meanwhile.
-func (r *run) wait(pc uint64, op Opcode, ev Events) bool {
+// pass checks ev's predicate at the record at r.pc; when it does not
+// hold, the run blocks there (Ready re-checks it).
+func (r *run) pass(op Opcode, ev Events) bool {
 	in := ev.WaitMode.info()
-	if _, ok := r.try(in, ev); ok {
+	now, ok := r.try(in, ev)
+	if ok {
 		return true
 	}
 	r.tally.waits++
 	r.tally.publish(&r.counts)
-	var since time.Time
+	b := &r.blk
+	*b = blocked{on: true, in: in, ev: ev, op: op, w: Wait{Semaphore: in.sem, Idx: ev.WaitIdx, Mode: ev.WaitMode, Value: ev.WaitValue, Now: now}}
 	if r.tr != nil {
-		since = r.tr.begin()
+		b.since = r.tr.begin()
 	}
-	for {
-		ch := r.cfg.Sync.Changed() // before the re-check: a change after it closes ch
-		now, ok := r.try(in, ev)
-		w := Wait{Semaphore: in.sem, Idx: ev.WaitIdx, Mode: ev.WaitMode, Value: ev.WaitValue, Now: now}
-		if ok {
-			if r.tr != nil {
-				r.tr.waited(pc, op, since, w, false)
-			}
-			r.publish(Running, pc, op, Wait{}, nil)
-			return true
-		}
-		r.publish(Waiting, pc, op, w, nil)
-		lockrank.AssertUnlocked("seq: engine wait")
-		select {
-		case <-ch:
-		case <-r.done:
-			if r.tr != nil {
-				r.tr.waited(pc, op, since, w, true)
-			}
-			return false
-		}
-	}
+	r.publish(Waiting, r.pc, op, b.w, nil)
+	return false
 }
 
 // try checks a predicate once, taking the event when the mode says so;

@@ -142,9 +142,13 @@ func (tr *tracing) flushAt(end time.Time) {
 
 // waited traces a wait that blocked from start until now.
 func (tr *tracing) waited(pc uint64, op Opcode, start time.Time, w Wait, stopped bool) {
-	now := time.Now()
-	tr.emit(TraceEvent{Kind: TraceWait, PC: pc, Op: op, Start: start, End: now, Wait: w, Stopped: stopped})
-	tr.last = now
+	tr.waitedUntil(pc, op, start, time.Now(), w, stopped)
+}
+
+// waitedUntil traces a wait that blocked from start until end.
+func (tr *tracing) waitedUntil(pc uint64, op Opcode, start, end time.Time, w Wait, stopped bool) {
+	tr.emit(TraceEvent{Kind: TraceWait, PC: pc, Op: op, Start: start, End: end, Wait: w, Stopped: stopped})
+	tr.last = end
 }
 
 // Name is the opcode's name alone ("MATMUL"), for trace event names.

@@ -1,0 +1,252 @@
+package chip
+
+import (
+	"math"
+	"runtime"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/chip/seq"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
+)
+
+// Who runs a core's engines. An engine whose wait does not hold parks:
+// no goroutine keeps it, the core lists it. A store to the core's
+// semaphores or events (WakeCore) re-checks the parked engines and hands
+// those it released to goroutines of their own. A doorbell instead runs
+// the engines it releases in its own goroutine (runInline): one after
+// another, each until it waits, ends or used its share, taking along the
+// engines they release in turn; so a program whose gate the doorbell
+// opens reports back before the doorbell's caller returns, with no
+// goroutine to wake. A doorbell holds its caller for inlineBudget records
+// at most; what still runs then goes on in the engines' own goroutines.
+// Any order this gives is one the engines' own goroutines could give:
+// every engine whose wait holds runs, and none runs past a wait that does
+// not.
+
+const (
+	// inlineBudget bounds the records a doorbell runs before it hands the
+	// engines to goroutines (an endless loop must not hold a FUSE request);
+	// a control record costs some tens of nanoseconds.
+	inlineBudget = 2048
+	// inlineShare is how many records one engine runs before the next
+	// engine's turn, so engines that poll each other all go on.
+	inlineShare = 256
+)
+
+// engineRun is one engine of a run, owned by one goroutine at a time or
+// parked.
+type engineRun struct {
+	r  *seqRun
+	e  seq.Engine
+	x  *seq.Exec
+	sy *areaSync // nil for a core without an area (private words)
+}
+
+// ready re-checks e's wait under cr.mu; a change the check made (an event
+// it took) sets due: the caller wakes the core once cr.mu is released.
+func (e *engineRun) ready(due *bool) bool {
+	if e.sy == nil {
+		return e.x.Ready()
+	}
+	e.sy.held = true
+	ok := e.x.Ready()
+	e.sy.held = false
+	if e.sy.due {
+		e.sy.due, *due = false, true
+	}
+	return ok
+}
+
+// runner is a doorbell running its core's engines (runInline): engines
+// released meanwhile join its queue.
+type runner struct {
+	ready []*engineRun
+}
+
+// WakeCore releases core nc's engines whose wait now holds: call it after
+// every store to the core's area, whoever made it. It costs one atomic
+// load when no engine is parked.
+func (c *Chip) WakeCore(nc int) {
+	if nc < 0 || nc >= MaxCores {
+		return
+	}
+	cr := &c.progs.cores[nc]
+	cr.wake.Wake()
+	if cr.nparked.Load() == 0 {
+		return
+	}
+	var buf [seq.NumEngines]*engineRun
+	ready, due := buf[:0], false
+	cr.mu.Lock()
+	if rn := cr.runner; rn != nil {
+		rn.ready = cr.takeReady(rn.ready, &due)
+		cr.mu.Unlock()
+	} else {
+		ready = cr.takeReady(ready, &due)
+		cr.mu.Unlock()
+		for _, e := range ready {
+			go c.drive(e)
+		}
+	}
+	if due {
+		c.WakeCore(nc)
+	}
+}
+
+// takeReady unparks the engines whose wait now holds onto dst; those of a
+// stopped run stay for stopParked. Under cr.mu; due as engineRun.ready.
+func (cr *coreRuns) takeReady(dst []*engineRun, due *bool) []*engineRun {
+	keep := cr.parked[:0]
+	for _, e := range cr.parked {
+		if e.r.ctx.Err() == nil && e.ready(due) {
+			dst = append(dst, e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	clear(cr.parked[len(keep):])
+	cr.nparked.Add(int32(len(keep) - len(cr.parked)))
+	cr.parked = keep
+	return dst
+}
+
+// park lists e, blocked at a wait, as parked; false means its wait holds
+// again already and its owner keeps running it. An engine of a stopped
+// run ends instead.
+func (c *Chip) park(nc int, e *engineRun) bool {
+	cr := &c.progs.cores[nc]
+	cr.mu.Lock()
+	if err := e.r.ctx.Err(); err != nil {
+		cr.mu.Unlock()
+		e.x.Stop(err)
+		c.endEngine(nc, e)
+		return true
+	}
+	// Counted before the re-check: a store WakeCore finds no parked engine
+	// for came before it, and the re-check sees that store.
+	cr.nparked.Add(1)
+	due := false
+	ok := e.ready(&due)
+	if ok {
+		cr.nparked.Add(-1)
+	} else {
+		cr.parked = append(cr.parked, e)
+	}
+	cr.mu.Unlock()
+	if due {
+		c.WakeCore(nc)
+	}
+	return !ok
+}
+
+// stopParked ends r's parked engines once its context ended (NC_RESET, a
+// replacing request, close); engines someone runs end at their next
+// yield or wait.
+func (c *Chip) stopParked(nc int, r *seqRun) {
+	cr := &c.progs.cores[nc]
+	var stopped []*engineRun
+	cr.mu.Lock()
+	keep := cr.parked[:0]
+	for _, e := range cr.parked {
+		if e.r == r {
+			stopped = append(stopped, e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	clear(cr.parked[len(keep):])
+	cr.nparked.Add(int32(len(keep) - len(cr.parked)))
+	cr.parked = keep
+	cr.mu.Unlock()
+	for _, e := range stopped {
+		e.x.Stop(r.ctx.Err())
+		c.endEngine(nc, e)
+	}
+}
+
+// drive runs e in its own goroutine until it parks or ends.
+func (c *Chip) drive(e *engineRun) {
+	nc := e.r.nc
+	for {
+		lockrank.AssertUnlocked("exec: running an engine")
+		switch st, _ := e.x.Resume(e.r.ctx, maxRecords); st {
+		case seq.Yielded:
+			runtime.Gosched()
+		case seq.Blocked:
+			if c.park(nc, e) {
+				return
+			}
+		case seq.Ended:
+			c.endEngine(nc, e)
+			return
+		}
+	}
+}
+
+// maxRecords lets an engine's own goroutine run until its sequencer's
+// yield interval.
+const maxRecords = math.MaxInt
+
+// runInline runs start and every engine of core nc the doorbell released
+// in the calling goroutine, until each parked or ended or inlineBudget
+// records ran; the engines still running then go on in goroutines of
+// their own. The caller holds no lock.
+func (c *Chip) runInline(nc int, start []*engineRun) {
+	cr := &c.progs.cores[nc]
+	rn := &runner{ready: start}
+	cr.mu.Lock()
+	if cr.runner != nil { // never: one doorbell at a time serves a core
+		cr.mu.Unlock()
+		for _, e := range start {
+			go c.drive(e)
+		}
+		return
+	}
+	cr.runner = rn
+	due := false
+	rn.ready = cr.takeReady(rn.ready, &due) // the doorbell's own store
+	cr.mu.Unlock()
+	if due {
+		c.WakeCore(nc)
+	}
+	for left := inlineBudget; ; {
+		cr.mu.Lock()
+		if len(rn.ready) == 0 || left <= 0 {
+			rest := rn.ready
+			rn.ready, cr.runner = nil, nil
+			cr.mu.Unlock()
+			for _, e := range rest {
+				go c.drive(e)
+			}
+			return
+		}
+		e := rn.ready[0]
+		rn.ready = rn.ready[1:]
+		cr.mu.Unlock()
+		lockrank.AssertUnlocked("exec: running an engine inline")
+		st, n := e.x.Resume(e.r.ctx, min(left, inlineShare))
+		left -= max(n, 1)
+		switch st {
+		case seq.Ended:
+			c.endEngine(nc, e)
+			continue
+		case seq.Blocked:
+			if c.park(nc, e) {
+				continue
+			}
+		}
+		cr.mu.Lock()
+		rn.ready = append(rn.ready, e) // its turn again after the others'
+		cr.mu.Unlock()
+	}
+}
+
+// endEngine accounts for an engine that ended.
+func (c *Chip) endEngine(nc int, e *engineRun) {
+	if res := e.x.Result(); res.State == seq.Faulted {
+		c.log.WithFields(logrus.Fields{"core": nc, "engine": e.e}).Warn(res.Fault)
+	}
+	e.r.engineDone()
+	c.progs.wg.Done()
+}
