@@ -17,6 +17,9 @@ type Backing struct {
 	// "" is a memfd per device, which lives in host RAM for good (on a
 	// host without swap) but is faster.
 	Dir string
+	// Compact puts the spaces in Dir's compact store even where the
+	// filesystem could hold them directly (--memory-backing store:DIR).
+	Compact bool
 
 	// store serves the physical spaces when Dir's filesystem cannot hold
 	// a file as long as one (ext4: 16 TiB); see Open.
@@ -28,6 +31,13 @@ type Backing struct {
 // (package spacefs) that keeps the spaces compactly there; Close ends it.
 func (b Backing) Open(span uint64) (Backing, error) {
 	if b.Dir == "" || b.store != nil {
+		return b, nil
+	}
+	if b.Compact {
+		var err error
+		if b.store, err = spacefs.Start(b.Dir); err != nil {
+			return b, err
+		}
 		return b, nil
 	}
 	fd, err := b.create("probe")
@@ -48,8 +58,8 @@ func (b Backing) Open(span uint64) (Backing, error) {
 	return b, fmt.Errorf("size a physical-memory file in %s to %#x: %w", b.Dir, span, err)
 }
 
-// Compact reports whether the physical spaces go through a store server.
-func (b Backing) Compact() bool { return b.store != nil }
+// Stored reports whether the physical spaces go through a store server.
+func (b Backing) Stored() bool { return b.store != nil }
 
 // Close ends what Open started; the chips must be closed first.
 func (b Backing) Close() {
@@ -59,8 +69,11 @@ func (b Backing) Close() {
 }
 
 func (b Backing) String() string {
-	if b.Dir == "" {
+	switch {
+	case b.Dir == "":
 		return "memfd"
+	case b.Compact:
+		return "store:" + b.Dir
 	}
 	return "file:" + b.Dir
 }

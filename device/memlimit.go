@@ -23,13 +23,15 @@ type Backing = chip.Backing
 // backing (the suite runs once on each).
 const BackingEnv = "NEURONFS_MEMORY_BACKING"
 
-// ParseBacking reads a --memory-backing value: memfd or file:DIR.
+// ParseBacking reads a --memory-backing value: memfd, file:DIR or
+// store:DIR (file backing always through the compact store).
 func ParseBacking(s string) (Backing, error) {
+	kind, path, _ := strings.Cut(s, ":")
 	switch {
 	case s == "" || s == "memfd":
 		return Backing{}, nil
-	case strings.HasPrefix(s, "file:") && len(s) > len("file:"):
-		dir, err := filepath.Abs(s[len("file:"):])
+	case (kind == "file" || kind == "store") && path != "":
+		dir, err := filepath.Abs(path)
 		if err != nil {
 			return Backing{}, fmt.Errorf("memory backing %s: %w", s, err)
 		}
@@ -40,9 +42,9 @@ func ParseBacking(s string) (Backing, error) {
 		if !st.IsDir() {
 			return Backing{}, fmt.Errorf("memory backing %s: not a directory", s)
 		}
-		return Backing{Dir: dir}, nil
+		return Backing{Dir: dir, Compact: kind == "store"}, nil
 	}
-	return Backing{}, fmt.Errorf("memory backing %q: want memfd or file:DIR", s)
+	return Backing{}, fmt.Errorf("memory backing %q: want memfd, file:DIR or store:DIR", s)
 }
 
 // memLimit caps what the backing files hold. Allocations never see it, as

@@ -90,6 +90,19 @@ phase() {
 	*) fail "$name-smoke" "status $st" ;;
 	esac
 	echo "vmtest: [$name] smoke took $(($(date +%s) - start)) s"
+	# Device memory in the compact store (what a file backing on ext4
+	# uses): its server's mount, coherent mmap through a FUSE file.
+	store=/tmp/store-$name
+	mkdir -p "$store" && chmod 777 "$store"
+	echo "vmtest: [$name] neuronfs run --memory-backing store:$store -- neuronfs.test __client directfds"
+	out=$(as env -u NEURONFS_FUSE_TRANSPORT -u NEURONFS_MEMORY_BACKING \
+		neuronfs run --memory-backing "store:$store" --instance trn2.3xlarge -- /bin/neuronfs.test __client directfds)
+	st=$?
+	echo "$out"
+	case "$st $out" in
+	"0 ok memory-file"*) ;;
+	*) fail "$name-store" "status $st" ;;
+	esac
 	start=$(date +%s)
 	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=15m -test.run "$pattern" || fail "$name-tests"
 	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"

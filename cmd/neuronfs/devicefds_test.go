@@ -129,13 +129,17 @@ func init() {
 		if err != nil {
 			return clientFail("under SIGALRM (%d sent): %v", signals, err)
 		}
-		// What the descriptor is underneath: statfs follows the path.
+		// What the descriptor is underneath: the device's FUSE file, or
+		// a memory file (a memfd, a file of the backing directory, or one
+		// of the compact store, which is a FUSE file of its own).
 		var sfs unix.Statfs_t
-		if err := unix.Statfs(fmt.Sprintf("/proc/self/fd/%d", d.Fd()), &sfs); err != nil {
+		link := fmt.Sprintf("/proc/self/fd/%d", d.Fd())
+		if err := unix.Statfs(link, &sfs); err != nil {
 			return clientFail("%v", err)
 		}
+		path, _ := os.Readlink(link)
 		kind := "memory-file"
-		if sfs.Type == unix.FUSE_SUPER_MAGIC {
+		if sfs.Type == unix.FUSE_SUPER_MAGIC && strings.HasPrefix(path, "/dev/neuron") {
 			kind = "fuse"
 		}
 		fmt.Println("ok", kind, "signals", signals)
@@ -237,7 +241,7 @@ func TestRunDeviceFDs(t *testing.T) {
 			}
 			args := []string{"run", "--device-fds=" + c.mode}
 			if c.fileBacking {
-				args = append(args, "--memory-backing=file:"+testutil.BigFileDir(t, 1<<30))
+				args = append(args, "--memory-backing=file:"+t.TempDir())
 			}
 			cmd := neuronfs(t, append(args, "--", os.Args[0], "__client", "directfds")...)
 			if c.noPassthrough {

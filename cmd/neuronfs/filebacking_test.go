@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/procfs"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -25,7 +24,7 @@ func TestFileBackingBeyondLimit(t *testing.T) {
 		gib, _ = strconv.Atoi(s)
 	}
 	const limit = 1 << 30
-	dir := testutil.BigFileDir(t, int64(gib+8)<<30)
+	dir := t.TempDir()
 	cmd, mnt := startMount(t, "--instance=trn2.48xlarge", "--memory-backing=file:"+dir, "--memory-limit=1G")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	h := runtime.Host{Root: mnt}

@@ -91,7 +91,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 			h.backing.envErr = fmt.Errorf("$%s: %w", device.BackingEnv, err)
 		}
 	}
-	fs.Var(&h.backing, "memory-backing", "where device memory lives: memfd (host RAM, the default) or file:DIR (sparse files in DIR, which the kernel can write back and reclaim); $"+device.BackingEnv+" sets the default")
+	fs.Var(&h.backing, "memory-backing", "where device memory lives: memfd (host RAM, the default), file:DIR (sparse files in DIR, which the kernel can write back and reclaim; where DIR's files end before the chips' highest address, as on ext4, through a compact store) or store:DIR (always through the compact store); $"+device.BackingEnv+" sets the default")
 	fs.Var(&h.memLimit, "memory-limit", "cap on the device memory the backing holds, e.g. 8G, or none (default: half of host RAM for memfd, none for file)")
 	fs.Var(&h.execTrace, "exec-trace", execTraceUsage)
 	h.pod.register(fs)

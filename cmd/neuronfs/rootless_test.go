@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -201,6 +202,9 @@ func TestRunRootless(t *testing.T) {
 	}{
 		{"caller", nil, "65534"},
 		{"uid0", []string{"--uid=0", "--gid=0"}, "0"},
+		// Device memory in the compact store: its server mounts inside
+		// the daemon's user namespace.
+		{"store", []string{"--memory-backing=store:"}, "65534"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "neuronfs-rootless-")
@@ -209,7 +213,13 @@ func TestRunRootless(t *testing.T) {
 			}
 			t.Cleanup(func() { os.RemoveAll(dir) })
 			os.Chmod(dir, 0o777)
-			args := append(append([]string{"run"}, c.flags...), "--", bin, "__client", "rootless")
+			flags := slices.Clone(c.flags)
+			for i, f := range flags {
+				if strings.HasSuffix(f, "store:") {
+					flags[i] = f + dir
+				}
+			}
+			args := append(append([]string{"run"}, flags...), "--", bin, "__client", "rootless")
 			cmd := asNobody(t, bin, args...)
 			cmd.Env = append(cmd.Env, rootlessDir+"="+dir)
 			out, err := cmd.Output()
