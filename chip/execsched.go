@@ -97,9 +97,14 @@ func (c *Chip) WakeCore(nc int) {
 // takeReady unparks the engines whose wait now holds onto dst; those of a
 // stopped run stay for stopParked. Under cr.mu; due as engineRun.ready.
 func (cr *coreRuns) takeReady(dst []*engineRun, due *bool) []*engineRun {
+	return cr.unpark(dst, func(e *engineRun) bool { return e.r.ctx.Err() == nil && e.ready(due) })
+}
+
+// unpark moves the parked engines take accepts onto dst. Under cr.mu.
+func (cr *coreRuns) unpark(dst []*engineRun, take func(*engineRun) bool) []*engineRun {
 	keep := cr.parked[:0]
 	for _, e := range cr.parked {
-		if e.r.ctx.Err() == nil && e.ready(due) {
+		if take(e) {
 			dst = append(dst, e)
 			continue
 		}
@@ -145,19 +150,8 @@ func (c *Chip) park(nc int, e *engineRun) bool {
 // yield or wait.
 func (c *Chip) stopParked(nc int, r *seqRun) {
 	cr := &c.progs.cores[nc]
-	var stopped []*engineRun
 	cr.mu.Lock()
-	keep := cr.parked[:0]
-	for _, e := range cr.parked {
-		if e.r == r {
-			stopped = append(stopped, e)
-			continue
-		}
-		keep = append(keep, e)
-	}
-	clear(cr.parked[len(keep):])
-	cr.nparked.Add(int32(len(keep) - len(cr.parked)))
-	cr.parked = keep
+	stopped := cr.unpark(nil, func(e *engineRun) bool { return e.r == r })
 	cr.mu.Unlock()
 	for _, e := range stopped {
 		e.x.Stop(r.ctx.Err())
