@@ -36,6 +36,9 @@ type coreRuns struct {
 	parked  []*engineRun // engines blocked at a wait, run by nobody (execsched.go)
 	nparked atomic.Int32 // len(parked), read without mu
 	runner  *runner      // the doorbell running the core's engines, if any
+
+	spareOnce sync.Once
+	spare     Area // the engines' area when the core's own is unreachable (coreArea)
 }
 
 // seqRun is one request's engines.
@@ -48,7 +51,7 @@ type seqRun struct {
 	live   atomic.Int32  // engines still running
 	seqs   [seq.NumEngines]*seq.Sequencer
 	progs  [seq.NumEngines]seq.Program
-	syncs  [seq.NumEngines]seq.Sync // each engine's view of the core's semaphores
+	syncs  [seq.NumEngines]*areaSync // each engine's view of the core's semaphores
 }
 
 // alive reports whether r still has a running engine and was not
@@ -142,8 +145,7 @@ func (c *Chip) startRun(nc int, r *seqRun) {
 			continue
 		}
 		c.progs.wg.Add(1)
-		er := &engineRun{r: r, e: seq.Engine(e)}
-		er.sy, _ = r.syncs[e].(*areaSync)
+		er := &engineRun{r: r, e: seq.Engine(e), sy: r.syncs[e]}
 		start = append(start, er)
 	}
 	if r.ctx.Err() != nil { // reset before it started: the engines stay idle

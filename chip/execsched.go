@@ -40,15 +40,12 @@ type engineRun struct {
 	r  *seqRun
 	e  seq.Engine
 	x  *seq.Exec
-	sy *areaSync // nil for a core without an area (private words)
+	sy *areaSync
 }
 
 // ready re-checks e's wait under cr.mu; a change the check made (an event
 // it took) sets due: the caller wakes the core once cr.mu is released.
 func (e *engineRun) ready(due *bool) bool {
-	if e.sy == nil {
-		return e.x.Ready()
-	}
 	e.sy.held = true
 	ok := e.x.Ready()
 	e.sy.held = false

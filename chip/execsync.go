@@ -39,7 +39,8 @@ func (c *Chip) seqProgram(addr uint64) seq.Program {
 // Its updates come from a program: they wake the core's engines but never
 // ring the host doorbell. The core's own engines never wait on Changed
 // (they park, execsched.go); it serves a sequencer run by Run. Each engine
-// has its own, used by whoever runs or checks that engine.
+// has its own areaSync, used by whoever runs or checks that engine; all
+// of a core's are over the one state of the core (coreArea).
 type areaSync struct {
 	a  Area
 	c  *Chip
@@ -50,14 +51,24 @@ type areaSync struct {
 	held, due bool
 }
 
-// coreSync returns core nc's Sync; a core without an area gets private
-// words.
-func (c *Chip) coreSync(nc int) seq.Sync {
-	a, ok := c.SemArea(nc)
-	if !ok || nc >= MaxCores {
-		return new(seq.Words)
+// coreSync returns an engine's view of core nc's semaphores and events
+// (nc < MaxCores).
+func (c *Chip) coreSync(nc int) *areaSync {
+	return &areaSync{a: c.coreArea(nc), c: c, nc: nc}
+}
+
+// coreArea is core nc's semaphores and events as its engines see them:
+// the core's area, or, if its window cannot be mapped, one spare area of
+// the core's that the host's stores do not reach. Either way the core's
+// engines share one state, as on the hardware, and every update wakes
+// the core (WakeCore).
+func (c *Chip) coreArea(nc int) Area {
+	if a, ok := c.SemArea(nc); ok {
+		return a
 	}
-	return &areaSync{a: a, c: c, nc: nc}
+	cr := &c.progs.cores[nc]
+	cr.spareOnce.Do(func() { cr.spare = make(Area, AreaSize) })
+	return cr.spare
 }
 
 var semWindowOp = map[seq.SemOp]Op{seq.SemAdd: Inc, seq.SemSub: Dec, seq.SemSet: Set}
