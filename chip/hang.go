@@ -46,6 +46,18 @@ func (c *Chip) Blocked(nc int) (Hang, bool) {
 	return h, true
 }
 
+// BlockedCores is the hang of each of the chip's cores that has one
+// (Blocked), in core order; the slow-request log names them.
+func (c *Chip) BlockedCores() []Hang {
+	var out []Hang
+	for nc := range min(c.arch.CoresPerDevice, MaxCores) {
+		if h, ok := c.Blocked(nc); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // coreDMAMoving reports whether a queue of core nc's DMA engines has work
 // in flight: a worker copying, or descriptors rung and not yet done on an
 // enabled queue (a stalled queue resumes when the stall lifts; an aborted

@@ -77,6 +77,9 @@ func TestBlockedCore(t *testing.T) {
 	if _, ok := c.Blocked(nc); ok {
 		t.Fatal("blocked without a run")
 	}
+	if hs := c.BlockedCores(); len(hs) != 0 {
+		t.Fatalf("blocked cores %v without a run", hs)
+	}
 	const peBase, actBase, poolBase = 0x1000, 0x2000, 0x3000
 	runEngines(t, c, nc, map[seq.Engine]*seq.Image{
 		seq.PE:   seq.Assemble(peBase, seq.NewWait(seq.WaitSemGE, 7, 1), seq.NewRecord(seq.OpHalt)),
@@ -90,6 +93,9 @@ func TestBlockedCore(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("hang %q lacks %q", s, want)
 		}
+	}
+	if hs := c.BlockedCores(); len(hs) != 1 || hs[0].Core != nc {
+		t.Errorf("blocked cores %v, want core %d alone", hs, nc)
 	}
 
 	// A copy on one of the core's queues, stalled: it could still raise a

@@ -12,8 +12,8 @@ import (
 // each one is, what it waits for, and how many records it issued and how
 // many of those only had their events honoured (arithmetic that is not
 // emulated). A core whose every running engine waits, with no DMA of the
-// core moving, is marked blocked (chip.Hang), the hang a device can only
-// time out on. The driver has no such file.
+// core moving, is marked blocked (chip.Chip.Blocked), the hang a device
+// can only time out on. The driver has no such file.
 const CoresFile = "cores"
 
 // coresStatus renders CoresFile: one block per core that has run a

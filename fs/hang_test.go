@@ -35,9 +35,9 @@ func TestSlowRequestNamesBlockedCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitStates(2, seq.Waiting)
-	blocked := d.Sys.Device(0).BlockedCores()
-	if len(blocked) != 1 || !strings.HasPrefix(blocked[0], fmt.Sprintf("core %d: PE waits at %#x", progCore, img+seq.RecordSize)) ||
-		!strings.Contains(blocked[0], "; POOL waits at") || !strings.Contains(blocked[0], "for semaphore 7 >= 1 (now 0)") {
+	blocked := d.Sys.Device(0).Chip().BlockedCores()
+	if len(blocked) != 1 || !strings.HasPrefix(blocked[0].String(), fmt.Sprintf("core %d: PE waits at %#x", progCore, img+seq.RecordSize)) ||
+		!strings.Contains(blocked[0].String(), "; POOL waits at") || !strings.Contains(blocked[0].String(), "for semaphore 7 >= 1 (now 0)") {
 		t.Fatalf("blocked cores %q", blocked)
 	}
 	d.FS.SetBudgetHook(func(op string, cmd uint32, b time.Duration) time.Duration {
@@ -68,7 +68,7 @@ func TestSlowRequestNamesBlockedCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitStates(2, seq.Halted)
-	if b := d.Sys.Device(0).BlockedCores(); len(b) != 0 {
+	if b := d.Sys.Device(0).Chip().BlockedCores(); len(b) != 0 {
 		t.Errorf("blocked cores %q after the semaphore came", b)
 	}
 }

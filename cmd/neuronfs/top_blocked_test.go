@@ -76,7 +76,7 @@ func stageBlocked(t *testing.T, dir string, nc uint32) *runtime.Device {
 func TestTopShowsBlockedCore(t *testing.T) {
 	dir, sys := testutil.MountConfig(t, device.Config{Instance: "trn2.3xlarge"})
 	stageBlocked(t, dir, 2)
-	testutil.WaitFor(t, "core 2 blocked", 20*time.Second, func() bool { return len(sys.Device(0).BlockedCores()) == 1 })
+	testutil.WaitFor(t, "core 2 blocked", 20*time.Second, func() bool { return len(sys.Device(0).Chip().BlockedCores()) == 1 })
 	cmd := exec.Command(os.Args[0], "top", "--root", dir, "--once", "--interval", "50ms")
 	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1")
 	out, err := cmd.Output()
