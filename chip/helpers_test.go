@@ -11,11 +11,11 @@ import (
 )
 
 // testDriver is a driver with no allocations, no queues, no neighbours,
-// no faults and no limit; it counts only executions.
-type testDriver struct{ inferences atomic.Uint64 }
+// no faults and no limit; it counts executions and the bytes touched.
+type testDriver struct{ inferences, touched atomic.Uint64 }
 
 func (*testDriver) Admit(pa, n uint64) bool                        { return true }
-func (*testDriver) Touched(n uint64)                               {}
+func (d *testDriver) Touched(n uint64)                             { d.touched.Add(n) }
 func (*testDriver) Allocation(uint64) (base, size uint64, ok bool) { return 0, 0, false }
 func (*testDriver) DeviceDrivenQueues(int) [][2]int                { return nil }
 func (*testDriver) Peer(int) *Chip                                 { return nil }

@@ -53,15 +53,24 @@ func (c *Chip) resetOnChip(nc int) {
 	}
 }
 
-// Partition implements seq.OnChip.
-func (m *coreOnChip) Partition(g seq.Region, p int, write bool) ([]byte, error) {
+// Active implements seq.OnChip.
+func (m *coreOnChip) Active(g seq.Region) uint32 {
 	if g != seq.SBUF || !m.hasBuf {
-		return m.psum.Partition(g, p, write)
+		return m.psum.Active(g)
 	}
-	if p < 0 || p >= seq.Partitions {
-		return nil, fmt.Errorf("%w: SBUF partition %d", seq.ErrAperture, p)
+	return m.c.arch.SBUFPartitionBytes
+}
+
+// Partition implements seq.OnChip: an SBUF access admits and reports
+// (Touched) only the bytes it asks for.
+func (m *coreOnChip) Partition(g seq.Region, p int, lo, hi uint32, write bool) ([]byte, error) {
+	if g != seq.SBUF || !m.hasBuf {
+		return m.psum.Partition(g, p, lo, hi, write)
 	}
-	pa, n := m.sbuf+uint64(p)*uint64(g.Stride()), uint64(m.c.arch.SBUFPartitionBytes)
+	if p < 0 || p >= seq.Partitions || lo > hi || hi > m.Active(g) {
+		return nil, fmt.Errorf("%w: SBUF partition %d bytes %d..%d", seq.ErrAperture, p, lo, hi)
+	}
+	pa, n := m.sbuf+uint64(p)*uint64(g.Stride())+uint64(lo), uint64(hi-lo)
 	mem := m.c.mem
 	if write && mem.Admit != nil && !mem.Admit(pa, n) {
 		return nil, fmt.Errorf("core %d SBUF partition %d: the host's memory limit refuses the write", m.nc, p)

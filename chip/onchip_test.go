@@ -122,7 +122,7 @@ func TestResetClearsPSUM(t *testing.T) {
 	c := newTestChip(t, "trn1.2xlarge")
 	m := c.OnChip(1)
 	for _, g := range []seq.Region{seq.SBUF, seq.PSUM} {
-		b, err := m.Partition(g, 5, true)
+		b, err := m.Partition(g, 5, 0, m.Active(g), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,11 +133,42 @@ func TestResetClearsPSUM(t *testing.T) {
 	}
 	c.ResetExec(1)
 	for g, want := range map[seq.Region]byte{seq.SBUF: 7, seq.PSUM: 0} {
-		if b, _ := m.Partition(g, 5, false); b[0] != want {
+		if b, _ := m.Partition(g, 5, 0, m.Active(g), false); b[0] != want {
 			t.Errorf("%v after reset: %d, want %d", g, b[0], want)
 		}
 	}
 	if c.OnChip(0) == c.OnChip(1) || c.OnChip(2) != nil {
 		t.Fatal("cores share memory, or a third core exists")
+	}
+}
+
+// A TENSOR_SCALAR_ARITH record reports to the driver only the SBUF bytes
+// its patterns reach on each partition (from the lowest to the highest
+// element, a negative step included) and its scalar pointer's word, not
+// whole partitions.
+func TestTensorScalarTouchesItsSpan(t *testing.T) {
+	c, drv := newTestChipDriver(t, "trn2.3xlarge")
+	const nc, gate, channels = 1, 3, 2
+	ts := seq.TensorScalar{
+		// elements 0x200/4 + i - 8j, i < 4, j < 3: bytes 0x1c0..0x20f
+		Src:     seq.Tensor3D{Start: seq.Addr(seq.SBUF, 32, 0x200), Step: [3]int16{1, -8, 0}, Num: [3]uint16{4, 3, 1}},
+		Dst:     seq.Tensor3D{Start: seq.Addr(seq.SBUF, 40, 0x400), Step: [3]int16{1, 0, 0}, Num: [3]uint16{12, 1, 1}},
+		InDtype: seq.DtypeFP32, OutDtype: seq.DtypeFP32, Channels: channels,
+		Op0: seq.ALUMult, Imm0Src: seq.ImmPtr, Imm0: seq.Addr(seq.SBUF, 32, 0x800),
+	}
+	const want = channels * (0x210 - 0x1c0 + 12*4 + 4)
+	a, _ := c.SemArea(nc)
+	r := runEngines(t, c, nc, map[seq.Engine]*seq.Image{
+		seq.DVE: seq.Assemble(0x1000, seq.NewWait(seq.WaitSemGE, gate, 1), seq.NewTensorScalar(ts), seq.NewRecord(seq.OpHalt)),
+	})
+	before := drv.touched.Load()
+	a.Apply(ReadWindow+4*gate, Set, 1)
+	c.WakeCore(nc)
+	waitUntil(t, "DVE halts", func() bool { return r.seqs[seq.DVE].Status().State == seq.Halted })
+	if n := r.seqs[seq.DVE].Counts().NotEmulated; n != 0 {
+		t.Fatalf("%d records only counted: the test proves nothing", n)
+	}
+	if got := drv.touched.Load() - before; got != want {
+		t.Errorf("the record touched %d bytes, want %d", got, want)
 	}
 }

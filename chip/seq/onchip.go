@@ -68,14 +68,17 @@ func Addr(g Region, p int, off uint32) uint32 {
 	return regions[g].base + uint32(p)*regions[g].stride + off
 }
 
-// OnChip is a core's on-chip memory as its engines reach it. Partition
-// returns partition p of g: its active bytes, which the engine reads or
-// (write) writes while the record runs; an error stops the engine (a
-// write the host's memory limit refuses). Engines of one core call it
-// from their goroutines at once: their programs order their accesses
-// with semaphores, as on the hardware.
+// OnChip is a core's on-chip memory as its engines reach it. Active is
+// how many bytes at the start of each partition of g are memory.
+// Partition returns bytes [lo, hi) of partition p of g (hi <= Active),
+// which the engine reads or (write) writes while the record runs: only
+// those count as accessed. An error stops the engine (a write the host's
+// memory limit refuses). Engines of one core call it from their
+// goroutines at once: their programs order their accesses with
+// semaphores, as on the hardware.
 type OnChip interface {
-	Partition(g Region, p int, write bool) ([]byte, error)
+	Active(g Region) uint32
+	Partition(g Region, p int, lo, hi uint32, write bool) ([]byte, error)
 }
 
 // OnChipMemory is an OnChip held in the daemon's own memory, each partition
@@ -93,27 +96,31 @@ func NewOnChipMemory(sbufActive uint32) *OnChipMemory {
 	return &OnChipMemory{sbufActive: min(sbufActive, regions[SBUF].stride)}
 }
 
-func (m *OnChipMemory) active(g Region) uint32 {
-	if g == SBUF {
+// Active implements OnChip.
+func (m *OnChipMemory) Active(g Region) uint32 {
+	switch {
+	case g >= numRegions:
+		return 0
+	case g == SBUF:
 		return m.sbufActive
 	}
 	return regions[g].active
 }
 
 // Partition implements OnChip.
-func (m *OnChipMemory) Partition(g Region, p int, write bool) ([]byte, error) {
-	if g >= numRegions || p < 0 || p >= Partitions {
-		return nil, fmt.Errorf("%w: %v partition %d", ErrAperture, g, p)
+func (m *OnChipMemory) Partition(g Region, p int, lo, hi uint32, write bool) ([]byte, error) {
+	if g >= numRegions || p < 0 || p >= Partitions || lo > hi || hi > m.Active(g) {
+		return nil, fmt.Errorf("%w: %v partition %d bytes %d..%d", ErrAperture, g, p, lo, hi)
 	}
 	slot := &m.parts[g][p]
-	if b := slot.Load(); b != nil {
-		return *b, nil
+	b := slot.Load()
+	for b == nil { // first reached; a loser of the race uses the winner's
+		nb := make([]byte, m.Active(g))
+		if b = &nb; !slot.CompareAndSwap(nil, b) {
+			b = slot.Load()
+		}
 	}
-	b := make([]byte, m.active(g))
-	if slot.CompareAndSwap(nil, &b) {
-		return b, nil
-	}
-	return *slot.Load(), nil
+	return (*b)[lo:hi:hi], nil
 }
 
 // Reset forgets region g's contents (a core reset): it reads as zeros

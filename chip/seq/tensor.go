@@ -66,12 +66,19 @@ func (t Tensor3D) String() string {
 }
 
 // place is an operand resolved against the on-chip memory: the region
-// and first partition it names and its start's byte offset there.
+// and first partition it names, its start's byte offset there, and the
+// bytes [lo, hi) of each partition its pattern reaches.
 type place struct {
-	g    Region
-	p0   int
-	off  uint32
-	size uint32 // bytes per element
+	g      Region
+	p0     int
+	off    uint32
+	size   uint32 // bytes per element
+	lo, hi uint32
+}
+
+// part is partition p0+p's bytes the operand reaches, from pl.lo.
+func (pl place) part(mem OnChip, p int, write bool) ([]byte, error) {
+	return mem.Partition(pl.g, pl.p0+p, pl.lo, pl.hi, write)
 }
 
 // resolveAddr is the ISA address an ADDR4 word names; emulated is false
@@ -116,20 +123,17 @@ func (r *run) placeTensor(t Tensor3D, d Dtype, n int, mem OnChip) (pl place, emu
 			return pl, true, fmt.Errorf("%w: a count of 0 in %v", ErrOperand, t)
 		}
 	}
-	part, err := mem.Partition(g, p0, false)
-	if err != nil {
-		return pl, true, err
-	}
 	lo, hi := t.span()
-	sz := int64(in.size)
-	if first, end := int64(off)+lo*sz, int64(off)+(hi+1)*sz; first < 0 || end > int64(len(part)) {
-		return pl, true, fmt.Errorf("%w: %v pattern %v reaches bytes %d..%d of a %d-byte partition", ErrAperture, g, t, first, end-1, len(part))
+	sz, active := int64(in.size), int64(mem.Active(g))
+	first, end := int64(off)+lo*sz, int64(off)+(hi+1)*sz
+	if first < 0 || end > active {
+		return pl, true, fmt.Errorf("%w: %v pattern %v reaches bytes %d..%d of a %d-byte partition", ErrAperture, g, t, first, end-1, active)
 	}
-	return place{g: g, p0: p0, off: off, size: in.size}, true, nil
+	return place{g: g, p0: p0, off: off, size: in.size, lo: uint32(first), hi: uint32(end)}, true, nil
 }
 
 // cursor walks a pattern's elements in order, dim 0 fastest, as byte
-// offsets inside a partition.
+// offsets inside the bytes place.part returns.
 type cursor struct {
 	t   Tensor3D
 	sz  int64
@@ -138,7 +142,7 @@ type cursor struct {
 }
 
 func newCursor(t Tensor3D, pl place) cursor {
-	return cursor{t: t, sz: int64(pl.size), off: int64(pl.off)}
+	return cursor{t: t, sz: int64(pl.size), off: int64(pl.off) - int64(pl.lo)}
 }
 
 // next moves to the following element.

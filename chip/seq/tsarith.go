@@ -268,11 +268,11 @@ func (s scalar) at(mem OnChip, p int) (float32, error) {
 	if s.ptr == nil {
 		return s.v, nil
 	}
-	b, err := mem.Partition(s.ptr.g, s.ptr.p0+p, false)
+	b, err := s.ptr.part(mem, p, false)
 	if err != nil {
 		return 0, err
 	}
-	return dtypes[DtypeFP32].load(b[s.ptr.off:]), nil
+	return dtypes[DtypeFP32].load(b), nil
 }
 
 // computeTS applies the ops partition by partition; it reports whether
@@ -286,8 +286,8 @@ func (r *run) computeTS(ts *TensorScalar, src, dst place, s0, s1 scalar, mem OnC
 	bypass0, bypass1 := ts.Op0 == ALUBypass, ts.Op1 == ALUBypass
 	count, budget := ts.Src.elems(), checkEvery
 	for p := range int(ts.Channels) {
-		sb, err1 := mem.Partition(src.g, src.p0+p, false)
-		db, err2 := mem.Partition(dst.g, dst.p0+p, true)
+		sb, err1 := src.part(mem, p, false)
+		db, err2 := dst.part(mem, p, true)
 		a0, err3 := s0.at(mem, p)
 		a1, err4 := s1.at(mem, p)
 		for _, err := range []error{err1, err2, err3, err4} {

@@ -12,7 +12,7 @@ import (
 // put32s stores fp32 or int32 words from byte off of partition p of g.
 func (c *core) put32s(g Region, p int, off uint32, words ...uint32) {
 	c.t.Helper()
-	b, err := c.mem.Partition(g, p, true)
+	b, err := c.mem.Partition(g, p, 0, c.mem.Active(g), true)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func (c *core) put32s(g Region, p int, off uint32, words ...uint32) {
 // get32s reads n words from byte off of partition p of g.
 func (c *core) get32s(g Region, p int, off uint32, n int) []uint32 {
 	c.t.Helper()
-	b, err := c.mem.Partition(g, p, false)
+	b, err := c.mem.Partition(g, p, 0, c.mem.Active(g), false)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestTensorScalarDtypes(t *testing.T) {
 	}
 	c := newCore(t)
 	for _, k := range cases {
-		b, _ := c.mem.Partition(SBUF, 0, true)
+		b, _ := c.mem.Partition(SBUF, 0, 0, c.mem.Active(SBUF), true)
 		copy(b[0x40:], k.x)
 		clear(b[0x80:0x90])
 		ts := TensorScalar{Src: contiguous(0x40, 1), Dst: contiguous(0x80, 1), InDtype: k.in, OutDtype: k.out,
