@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func startServer(t *testing.T) *Server {
+func startServer(t testing.TB) *Server {
 	t.Helper()
 	testenv.RequireFUSE(t)
 	s, err := Start(t.TempDir())
