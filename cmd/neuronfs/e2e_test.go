@@ -276,6 +276,13 @@ func startMount(t *testing.T, args ...string) (*exec.Cmd, string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	waitMounted(t, cmd, dir)
+	return cmd, dir
+}
+
+// waitMounted waits for the mount that the started cmd makes at dir.
+func waitMounted(t *testing.T, cmd *exec.Cmd, dir string) {
+	t.Helper()
 	waitFor(t, "the mount", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "sys/module/neuron/version"))
 		if err != nil && exited(cmd) {
@@ -283,7 +290,6 @@ func startMount(t *testing.T, args ...string) (*exec.Cmd, string) {
 		}
 		return err == nil
 	})
-	return cmd, dir
 }
 
 // exited reports whether cmd's process has ended, leaving it to be reaped

@@ -2,9 +2,7 @@ package main
 
 import (
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,13 +43,7 @@ func TestMountWithoutPassthrough(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the degraded mount", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "sys/module/neuron/version"))
-		if err != nil && exited(cmd) {
-			t.Fatal("the daemon exited before its mount was up (its error is above)")
-		}
-		return err == nil
-	})
+	waitMounted(t, cmd, dir)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("mount --degraded-mmap after SIGTERM: %v", err)
