@@ -65,8 +65,9 @@ type FS struct {
 	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
 	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
 
-	noPassthrough bool // see Options.withoutPassthrough
-	incoherent    bool // the mmap self-test failed
+	noPassthrough bool         // see Options.withoutPassthrough
+	incoherent    bool         // the mmap self-test failed
+	selfTestTid   atomic.Int32 // the thread whose open is the daemon's own self-test
 
 	// devIno maps the device nodes' inode numbers to device indexes, and
 	// mountDev is the mount's device (major<<32 | minor, known once
