@@ -40,13 +40,7 @@ func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint
 	// With passthrough (PassthroughFd) mmap, read and write go straight to
 	// the device's physical memory. Without it (degraded mode), direct I/O
 	// keeps the page cache out and the handle refuses read and write.
-	var noFlush uint32
-	if c, ok := fuse.FromContext(ctx); ok && c.Pid != 0 && int32(c.Pid) == n.fsys.selfTestTid.Load() {
-		// The daemon's own open: a SIGKILL while it is held must not make
-		// the daemon's exit send a FLUSH to the server that died with it.
-		noFlush = fuse.FOPEN_NOFLUSH
-	}
-	return &devFile{f: f, fsys: n.fsys}, fuse.FOPEN_DIRECT_IO | noFlush, 0
+	return &devFile{f: f, fsys: n.fsys}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {

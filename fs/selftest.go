@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,13 +29,7 @@ func (f *FS) checkMmapCoherence(dir string) error {
 	if err != nil {
 		return err
 	}
-	// The open is marked as the daemon's own (devNode.Open), so that a
-	// SIGKILL now cannot leave the daemon hanging in its exit.
-	runtime.LockOSThread()
-	f.selfTestTid.Store(int32(unix.Gettid()))
 	fd, err := unix.Open(filepath.Join(dir, DevDir, d.Name()), unix.O_RDWR|unix.O_CLOEXEC, 0)
-	f.selfTestTid.Store(0)
-	runtime.UnlockOSThread()
 	if err != nil {
 		return fmt.Errorf("self-test open: %w", err)
 	}

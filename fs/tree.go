@@ -65,9 +65,8 @@ type FS struct {
 	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
 	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
 
-	noPassthrough bool         // see Options.withoutPassthrough
-	incoherent    bool         // the mmap self-test failed
-	selfTestTid   atomic.Int32 // the thread whose open is the daemon's own self-test
+	noPassthrough bool // see Options.withoutPassthrough
+	incoherent    bool // the mmap self-test failed
 
 	// devIno maps the device nodes' inode numbers to device indexes, and
 	// mountDev is the mount's device (major<<32 | minor, known once
