@@ -2,8 +2,6 @@ package chip
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -57,9 +55,6 @@ func (b Backing) Open(span uint64) (Backing, error) {
 	}
 	return b, fmt.Errorf("size a physical-memory file in %s to %#x: %w", b.Dir, span, err)
 }
-
-// Stored reports whether the physical spaces go through a store server.
-func (b Backing) Stored() bool { return b.store != nil }
 
 // Close ends what Open started; the chips must be closed first.
 func (b Backing) Close() {
@@ -127,24 +122,15 @@ func (b Backing) create(name string) (int, error) {
 		}
 		return fd, nil
 	}
-	fd, err := unix.Open(b.Dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-	if err == nil {
-		return fd, nil
-	}
-	// Filesystems without O_TMPFILE: a name that is gone at once.
-	f, cerr := os.CreateTemp(b.Dir, ".neuronfs-"+name+"-*")
-	if cerr != nil {
-		return -1, fmt.Errorf("physical memory of %s in %s: %w", name, b.Dir, err)
-	}
-	defer f.Close()
-	if err := os.Remove(f.Name()); err != nil {
+	dir, err := unix.Open(b.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return -1, fmt.Errorf("physical memory of %s: %w", name, err)
 	}
-	fd, err = unix.Dup(int(f.Fd()))
+	defer unix.Close(dir)
+	fd, err := spacefs.UnnamedFile(dir, name)
 	if err != nil {
-		return -1, fmt.Errorf("physical memory of %s in %s: %w", name, filepath.Clean(b.Dir), err)
+		return -1, fmt.Errorf("physical memory of %s in %s: %w", name, b.Dir, err)
 	}
-	unix.CloseOnExec(fd)
 	return fd, nil
 }
 

@@ -36,8 +36,8 @@ type root struct {
 	gofs.Inode
 	dirFd int
 
-	// mu guards spaces; lookups are rare (one per device) and never
-	// overlap a store's I/O, so it ranks with the stores as a leaf.
+	// mu guards spaces; a lookup holds it and no store's lock, so it
+	// shares their rank, a leaf.
 	mu     lockrank.Mutex[lockrank.SpaceStore]
 	spaces map[string]*space
 }
@@ -53,7 +53,7 @@ func (r *root) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	defer r.mu.Unlock()
 	sp := r.spaces[name]
 	if sp == nil {
-		fd, err := tmpFile(r.dirFd)
+		fd, err := UnnamedFile(r.dirFd, name)
 		if err != nil {
 			return nil, gofs.ToErrno(err)
 		}
@@ -69,19 +69,23 @@ func (r *root) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	return ch, 0
 }
 
-// tmpFile opens an unnamed file in the directory: nothing is left there
-// when the server dies.
-func tmpFile(dirFd int) (int, error) {
+// UnnamedFile opens an empty file in the directory dirFd that has no
+// name: nothing is left there when its holder dies. Filesystems without
+// O_TMPFILE get a name (from name) that is unlinked at once.
+func UnnamedFile(dirFd int, name string) (int, error) {
 	fd, err := unix.Openat(dirFd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err == nil {
 		return fd, nil
 	}
-	name := fmt.Sprintf(".neuronfs-space-%d", unix.Getpid())
-	fd, err2 := unix.Openat(dirFd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	tmp := fmt.Sprintf(".neuronfs-%s-%d", name, unix.Getpid())
+	fd, err2 := unix.Openat(dirFd, tmp, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err2 != nil {
-		return -1, fmt.Errorf("store file: %w", err)
+		return -1, fmt.Errorf("unnamed file for %s: %w", name, err)
 	}
-	unix.Unlinkat(dirFd, name, 0)
+	if err := unix.Unlinkat(dirFd, tmp, 0); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("unnamed file for %s: %w", name, err)
+	}
 	return fd, nil
 }
 

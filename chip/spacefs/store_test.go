@@ -9,7 +9,7 @@ import (
 
 func newTestStore(t *testing.T, span uint64) *store {
 	t.Helper()
-	fd, err := tmpFile(mustDir(t))
+	fd, err := UnnamedFile(mustDir(t), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
