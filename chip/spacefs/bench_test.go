@@ -1,7 +1,6 @@
 package spacefs
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -67,7 +66,7 @@ func setDirtyLimit(b *testing.B, fd int, strict, ratio string) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		b.Fatal(err)
 	}
-	bdi := fmt.Sprintf("/sys/class/bdi/%d:%d/", unix.Major(st.Dev), unix.Minor(st.Dev))
+	bdi := bdiDir(st.Dev) + "/"
 	if err := os.WriteFile(bdi+"max_ratio", []byte(ratio), 0); err != nil {
 		b.Skipf("cannot set the dirty limit: %v", err)
 	}

@@ -186,7 +186,13 @@ func liftDirtyLimit(dir string) {
 	if unix.Stat(dir, &st) != nil {
 		return
 	}
-	bdi := filepath.Join("/sys/class/bdi", fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	bdi := bdiDir(st.Dev)
 	os.WriteFile(filepath.Join(bdi, "strict_limit"), []byte("0"), 0)
 	os.WriteFile(filepath.Join(bdi, "max_ratio"), []byte("100"), 0)
+}
+
+// bdiDir is the sysfs directory of the writeback settings of the
+// filesystem on device dev.
+func bdiDir(dev uint64) string {
+	return filepath.Join("/sys/class/bdi", fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)))
 }
