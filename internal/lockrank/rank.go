@@ -83,8 +83,8 @@ var order = [rankCount]Info{
 		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way (chardev); leaves"},
 	RankTestbed:   {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
 	RankExecTrace: {Name: "ExecTrace", Owner: "chip/exectrace", Guards: "the execution trace file (--exec-trace): its buffer, named tracks and counts; a leaf, taken by engines and DMA queues holding nothing"},
-	RankSpaceStore: {Name: "SpaceStore", Owner: "chip/spacefs", Guards: "one physical space's extent map in the store process (a separate process from the daemon); " +
-		"read-held across that space's store reads and writes, so a punch or reserve never moves an extent under them; a leaf"},
+	RankSpaceStore: {Name: "SpaceStore", Owner: "chip/spacefs", Guards: "in the store process (not the daemon): the table of physical spaces, and one space's extent map, " +
+		"read-held across that space's disk reads and writes so a punch or reserve never moves an extent under them; never nested; a leaf"},
 }
 
 // Order lists the ranks outermost first, with what their locks guard.
