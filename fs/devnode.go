@@ -33,14 +33,24 @@ func (n *devNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 }
 
 func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	f, errno := n.fsys.open(ctx, n.dev, n.fsys.caller(ctx), int(flags))
+	caller := n.fsys.caller(ctx)
+	f, errno := n.fsys.open(ctx, n.dev, caller, int(flags))
 	if errno != 0 {
 		return nil, 0, errno
 	}
 	// With passthrough (PassthroughFd) mmap, read and write go straight to
 	// the device's physical memory. Without it (degraded mode), direct I/O
 	// keeps the page cache out and the handle refuses read and write.
-	return &devFile{f: f, fsys: n.fsys}, fuse.FOPEN_DIRECT_IO, 0
+	df := &devFile{f: f, fsys: n.fsys}
+	open := uint32(fuse.FOPEN_DIRECT_IO)
+	if t := n.fsys.selfTestTid.Load(); t != 0 && caller.Tid == t {
+		// The daemon's own open (openSelf): no FLUSH; its release runs the
+		// flush's work instead, so the daemon leaves the device as a
+		// client's close would.
+		open |= fuse.FOPEN_NOFLUSH
+		df.flushAtRelease = &caller
+	}
+	return df, open, 0
 }
 
 func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {
@@ -94,6 +104,9 @@ type ioctlCall struct {
 type devFile struct {
 	f    *device.File
 	fsys *FS
+	// flushAtRelease is the opener of a file opened without FLUSH: its
+	// release flushes for it.
+	flushAtRelease *device.Caller
 }
 
 var (
@@ -118,6 +131,9 @@ func (f *devFile) Flush(ctx context.Context) syscall.Errno {
 }
 
 func (f *devFile) Release(ctx context.Context) syscall.Errno {
+	if c := f.flushAtRelease; c != nil {
+		f.fsys.flush(ctx, f.f, *c)
+	}
 	f.fsys.release(f.f, callerTid(ctx))
 	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,11 +30,14 @@ func (f *FS) checkMmapCoherence(dir string) error {
 	if err != nil {
 		return err
 	}
-	fd, err := unix.Open(filepath.Join(dir, DevDir, d.Name()), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := f.openSelf(filepath.Join(dir, DevDir, d.Name()))
 	if err != nil {
 		return fmt.Errorf("self-test open: %w", err)
 	}
 	defer unix.Close(fd)
+	if f.selfTestHold != nil {
+		f.selfTestHold()
+	}
 	client, err := unix.Mmap(fd, int64(pa), 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("self-test mmap: %w (%w)", err, ErrMmapNotCoherent)
@@ -49,4 +53,17 @@ func (f *FS) checkMmapCoherence(dir string) error {
 		return ErrMmapNotCoherent
 	}
 	return nil
+}
+
+// openSelf opens one of the daemon's own device nodes marked as its own
+// (devNode.Open answers it without FLUSH). A daemon SIGKILLed while it
+// holds such a file closes it on exit; a FLUSH would go to the server
+// that is dying with it (over io_uring, onto a ring only the dying
+// thread could deliver), and the exit would wait for good in D state.
+func (f *FS) openSelf(path string) (int, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f.selfTestTid.Store(int32(unix.Gettid()))
+	defer f.selfTestTid.Store(0)
+	return unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 }

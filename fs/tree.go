@@ -67,6 +67,10 @@ type FS struct {
 
 	noPassthrough bool // see Options.withoutPassthrough
 	incoherent    bool // the mmap self-test failed
+	// selfTestTid is the thread whose device open is the daemon's own
+	// mmap self-test (selftest.go), 0 outside it.
+	selfTestTid  atomic.Int32
+	selfTestHold func() // see Options.selfTestHold
 
 	// devIno maps the device nodes' inode numbers to device indexes, and
 	// mountDev is the mount's device (major<<32 | minor, known once
@@ -126,6 +130,9 @@ type Options struct {
 	// withoutPassthrough opens device files without passthrough, as on a
 	// kernel that lacks it (for testing the self-test).
 	withoutPassthrough bool
+	// selfTestHold runs while the self-test holds its device open (for
+	// testing a daemon killed there).
+	selfTestHold func()
 }
 
 // Mount serves sys at dir and returns once the kernel answers requests.
@@ -135,7 +142,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys)}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys), selfTestHold: opts.selfTestHold}
 	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
