@@ -106,7 +106,8 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 		abortOnExit(fsys, log)
 		return failLine("mount --host", err)
 	}
-	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": st.file()}).Info("devices bound onto the host")
+	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": st.file(),
+		"mode": fmt.Sprintf("%04o", hostview.UdevMode)}).Info("devices bound onto the host, open to every local user as with the driver's udev rule")
 
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()
@@ -191,6 +192,9 @@ func bindOntoHost(st *hostState, sys *device.System) error {
 			return err
 		}
 		f.Close()
+		// The driver package's mode, 0666: every local user of the host
+		// may use the devices, as with the real driver (hostview.UdevMode
+		// says where the fact comes from).
 		if err := os.Chmod(dst, hostview.UdevMode); err != nil { // past the umask
 			return err
 		}
