@@ -20,7 +20,7 @@ func (s *hostState) check() error {
 		return fmt.Errorf("pid %d", s.PID)
 	}
 	pid := strconv.Itoa(s.PID)
-	if s.Mountpoint != filepath.Join(s.dir.path, pid) && s.Mountpoint != filepath.Join(s.dir.given, pid) {
+	if s.Mountpoint != filepath.Join(s.dir.path, pid) {
 		return fmt.Errorf("mount point %q is not %s", s.Mountpoint, filepath.Join(s.dir.path, pid))
 	}
 	for _, c := range s.Changes {
