@@ -38,9 +38,10 @@ func (n *devNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	// With passthrough (PassthroughFd) mmap, read and write go straight to
-	// the device's physical memory. Without it (degraded mode), direct I/O
-	// keeps the page cache out and the handle refuses read and write.
+	// With passthrough (PassthroughFd), mmap goes straight to the device's
+	// physical memory. Direct I/O keeps read and write off the passthrough
+	// (and, without it, the page cache out): they reach the handle, which
+	// refuses them as the driver does (TestDeviceReadWriteRefused).
 	df := &devFile{f: f, fsys: n.fsys}
 	open := uint32(fuse.FOPEN_DIRECT_IO)
 	if t := n.fsys.selfTestTid.Load(); t != 0 && caller.Tid == t {

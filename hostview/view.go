@@ -13,7 +13,15 @@ import (
 	"github.com/neuronfs/neuronfs/internal/ns"
 )
 
-// UdevMode is the mode the driver package's udev rule gives the nodes.
+// UdevMode is the mode the driver's package gives the nodes: every local
+// user may open them. The driver sets none itself (its device class has no
+// devnode callback, which leaves the kernel's 0600 root:root); the
+// package's DKMS pre-install script installs a udev rule matching
+// KERNEL=="neuron*" with MODE="0666" and no group. Source: src/preinstall,
+// run as PRE_INSTALL by src/dkms.conf, in the published 2.25.4.0 package
+// (github.com/wombelix/aws-neuron-driver, also in its
+// archive/rpm/aws-neuronx-dkms-2.25.4.0.noarch.rpm); src/README.md gives
+// the same rule for a manual install.
 const UdevMode = 0o666
 
 // OverlayDev replaces /dev with a replica that leaves room for the

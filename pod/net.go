@@ -38,7 +38,10 @@ type Net struct {
 	Secret []byte
 	// Timeout bounds one exchange over a link, connecting included.
 	Timeout time.Duration
-	Log     *logrus.Entry
+	// Idle closes a link no read crossed for that long (DefaultLinkIdle
+	// if zero); see linkServer.serve.
+	Idle time.Duration
+	Log  *logrus.Entry
 
 	lookup lookupFunc // tests: a fake DNS
 }
@@ -53,6 +56,19 @@ const (
 	maxPendingPerHost = 4
 	maxPending        = 64
 )
+
+// DefaultLinkIdle is how long a server keeps an authenticated link that
+// carries no read. A member reads its neighbours every poll interval
+// while it elects and not at all in between, so links come and go with
+// elections; the bound keeps a member that holds the secret but misbehaves
+// (or one that vanished without a FIN) from holding connections forever.
+const DefaultLinkIdle = time.Minute
+
+// maxLinksPerHost bounds the authenticated links from one remote address.
+// A member has at most two links to a server (both links of a 2-node pod
+// go to the other server); more come only from several members behind one
+// address (a test on loopback) or from a member that misbehaves.
+const maxLinksPerHost = 8
 
 // Join starts serving this server's links and returns its port. With a
 // fixed peer list the slot is j.Slot or the entry that is this machine;
@@ -69,9 +85,12 @@ func (n *Net) Join(ctx context.Context, j Join) (Port, error) {
 		return nil, fmt.Errorf("pod: %d peers listed for a pod of %d", n.Peers.Len(), j.Size)
 	}
 	p := &netPort{n: n, pod: j.Pod, size: j.Size, slot: -1, regs: map[reg]uint32{}, timeout: n.Timeout,
-		lookup: n.lookup, log: n.Log}
+		idle: n.Idle, lookup: n.lookup, log: n.Log}
 	if p.timeout <= 0 {
 		p.timeout = DefaultLinkTimeout
+	}
+	if p.idle <= 0 {
+		p.idle = DefaultLinkIdle
 	}
 	if p.lookup == nil {
 		p.lookup = net.DefaultResolver.LookupHost
@@ -123,6 +142,7 @@ type netPort struct {
 	pod      string
 	size     int
 	timeout  time.Duration
+	idle     time.Duration
 	lookup   lookupFunc
 	log      *logrus.Entry
 	srv      *linkServer
@@ -146,8 +166,9 @@ type netLink struct {
 
 	mu   lockrank.Mutex[lockrank.PodLink] // held for one bounded exchange
 	s    *session
-	seen bool // the neighbour answered once: refusal now means it left
-	cut  bool // tests: the cable is pulled
+	used time.Time // s's last answer
+	seen bool      // the neighbour answered once: refusal now means it left
+	cut  bool      // tests: the cable is pulled
 }
 
 // errNotUp: the neighbour is not there yet (its chip reads as zeros).
@@ -244,6 +265,12 @@ func (p *netPort) Read(ctx context.Context, side Side, dev int, off uint32, n in
 	if !ok {
 		return make([]uint32, n), nil
 	}
+	// Drop a session idle for half the server's bound before the server
+	// does: the neighbour hanging up an idle link is no broken cable.
+	if lk.s != nil && time.Since(lk.used) > p.idle/2 {
+		lk.s.conn.Close()
+		lk.s = nil
+	}
 	if lk.s == nil {
 		s, err := p.connect(ctx, addrs[neighbor(p.size, slot, side)], slot, side)
 		if errors.Is(err, errNotUp) && !lk.seen {
@@ -269,6 +296,7 @@ func (p *netPort) Read(ctx context.Context, side Side, dev int, off uint32, n in
 		}
 		return nil, ErrLink
 	}
+	lk.used = time.Now()
 	return words, nil
 }
 

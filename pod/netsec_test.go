@@ -313,3 +313,81 @@ func TestNetKnockersDoNotLockOut(t *testing.T) {
 		t.Errorf("%d of %d knockers turned away", closed, len(idle))
 	}
 }
+
+// A member that holds the secret and then says nothing loses its link
+// after the idle bound; a member that merely pauses between reads does
+// not see a broken link, as its side hangs up first and dials again.
+func TestNetIdleLinkClosed(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	nets := netCoordinators(t, 2, nil)
+	ctx := context.Background()
+	for _, n := range nets {
+		n.Idle = idle
+	}
+	a, err := nets[0].Join(ctx, Join{Pod: "sec", Size: 2, Slot: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Publish(ctx, 3, RegStatus, 0x1234)
+	p := a.(*netPort)
+
+	s, _ := rawClient(t, p, testSecret, "sec", 1, Left)
+	if m, err := s.read(); err != nil || m.verdict != helloOK {
+		t.Fatalf("hello: %+v %v", m, err)
+	}
+	if v, err := readReg(s); err != nil || v != 0x1234 {
+		t.Fatalf("read %#x %v", v, err)
+	}
+	// rawClient's own deadline (5 s) is far beyond the idle bound: only
+	// the server hanging up ends this read early.
+	if _, err := s.conn.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("a silent member's link: %v, want it closed by the server", err)
+	}
+
+	b, err := nets[1].Join(ctx, Join{Pod: "sec", Size: 2, Slot: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := 0; i < 3; i++ {
+		if w, err := b.Read(ctx, Right, 3, RegStatus, 1); err != nil || w[0] != 0x1234 {
+			t.Fatalf("read %d: %v %v", i, w, err)
+		}
+		time.Sleep(3 * idle)
+	}
+}
+
+// Authenticated links from one address are capped; another address
+// still gets in.
+func TestNetLinksPerHostCapped(t *testing.T) {
+	p, _ := servingPort(t)
+	for i := 0; i < maxLinksPerHost; i++ {
+		s, _ := rawClient(t, p, testSecret, "sec", 1, Left)
+		if m, err := s.read(); err != nil || m.verdict != helloOK {
+			t.Fatalf("link %d: %+v %v", i, m, err)
+		}
+	}
+	s, _ := rawClient(t, p, testSecret, "sec", 1, Left)
+	if m, err := s.read(); err == nil {
+		t.Errorf("link %d from one address: answered %+v", maxLinksPerHost+1, m)
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	c, err := d.Dial("tcp", p.srv.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	s, err = handshake(c, testSecret, "sec", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.write(netMsg{typ: msgHello, size: 2, slot: 1, side: Left})
+	if m, err := s.read(); err != nil || m.verdict != helloOK {
+		t.Fatalf("another address: %+v %v", m, err)
+	}
+	if v, err := readReg(s); err != nil || v != 0x1234 {
+		t.Errorf("another address reads: %#x %v", v, err)
+	}
+}

@@ -17,11 +17,12 @@ type linkServer struct {
 	connServer[Side]
 
 	pending map[string]int // connections before the hello, by remote host
+	links   map[string]int // connections past the hello, by remote host
 	cut     [2]bool
 }
 
 func serveLinks(p *netPort, l net.Listener) *linkServer {
-	s := &linkServer{p: p, connServer: newConnServer[Side](l), pending: map[string]int{}}
+	s := &linkServer{p: p, connServer: newConnServer[Side](l), pending: map[string]int{}, links: map[string]int{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -79,12 +80,17 @@ func (s *linkServer) dropSide(side Side, cut bool) {
 
 func (s *linkServer) serve(c net.Conn) {
 	defer s.wg.Done()
-	host, hello := remoteHost(c), false
+	host, hello, linked := remoteHost(c), false, false
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
 		if !hello {
 			s.donePendingLocked(host)
+		}
+		if linked {
+			if s.links[host]--; s.links[host] <= 0 {
+				delete(s.links, host)
+			}
 		}
 		s.mu.Unlock()
 		c.Close()
@@ -124,9 +130,18 @@ func (s *linkServer) serve(c net.Conn) {
 	}
 	s.donePendingLocked(host)
 	hello = true
+	full := verdict == helloOK && s.links[host] >= maxLinksPerHost
+	if verdict == helloOK && !full {
+		s.links[host]++
+		linked = true
+	}
 	s.mu.Unlock()
 	if cut {
 		return // a pulled cable answers nothing
+	}
+	if full {
+		p.warn(fmt.Errorf("from %s", c.RemoteAddr()), "too many pod links from one address: refused")
+		return
 	}
 	if slot < 0 {
 		slot = 0 // the reply needs a slot; the verdict says it means nothing
@@ -136,6 +151,9 @@ func (s *linkServer) serve(c net.Conn) {
 	}
 	c.SetDeadline(time.Time{})
 	for {
+		// A link that carries no read for p.idle is closed: even a member
+		// holding the secret cannot keep connections forever.
+		c.SetReadDeadline(time.Now().Add(p.idle))
 		m, err := sess.read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {

@@ -26,19 +26,10 @@ func cmdCleanup(args []string) int {
 		return failLine("cleanup", errNotRoot)
 	}
 	var errs []error
-	st, err := loadHostState(*stateDir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
+	if err := cleanupHost(*stateDir); errors.Is(err, errHostRunning) {
+		return failLine("cleanup", err)
+	} else if err != nil {
 		errs = append(errs, err)
-	case st.alive():
-		return failLine("cleanup", fmt.Errorf("the host mount of pid %d is running; stop it with SIGTERM, it undoes its own binds", st.PID))
-	default:
-		if err := st.undo(); err != nil {
-			errs = append(errs, err)
-		} else {
-			fmt.Printf("undid the host mount of pid %d (%d changes)\n", st.PID, len(st.Changes))
-		}
 	}
 	mounts, err := readMounts()
 	if err != nil {
@@ -58,6 +49,36 @@ func cmdCleanup(args []string) int {
 		return failLine("cleanup", err)
 	}
 	return exitOK
+}
+
+// errHostRunning: cleanup leaves a live host-mode daemon alone.
+var errHostRunning = errors.New("stop it with SIGTERM, it undoes its own binds")
+
+// cleanupHost undoes what the state file in dir lists, if its daemon is
+// gone. A missing directory or state file is nothing to do; an unsafe
+// directory or a state file naming what host mode never makes is refused.
+func cleanupHost(dir string) error {
+	d, err := openStateDir(dir, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer d.Close()
+	st, err := loadHostState(d)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case st.alive():
+		return fmt.Errorf("the host mount of pid %d is running; %w", st.PID, errHostRunning)
+	}
+	if err := st.undo(); err != nil {
+		return err
+	}
+	fmt.Printf("undid the host mount of pid %d (%d changes)\n", st.PID, len(st.Changes))
+	return nil
 }
 
 // detachDeadMount aborts and detaches the neuronfs FUSE mount at point,

@@ -35,7 +35,7 @@ type hostMode struct {
 
 func (m *hostMode) register(fl *flag.FlagSet) {
 	fl.BoolVar(&m.on, "host", false, "bind /dev/neuronN and the driver's sysfs onto this host (no MOUNTPOINT; undone on SIGINT/SIGTERM, or by 'neuronfs cleanup')")
-	fl.StringVar(&m.stateDir, "state-dir", "/run/neuronfs", "host mode: where the private mount and the state file (host.json) live")
+	fl.StringVar(&m.stateDir, "state-dir", "/run/neuronfs", "host mode: where the private mount and the state file (host.json) live; made 0700, and refused unless only root can write it and its parents")
 }
 
 // hostSysfs are the driver's sysfs directories and the parents covered
@@ -65,7 +65,12 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	if err := checkHostFree(m.stateDir); err != nil {
+	dir, err := openStateDir(m.stateDir, true)
+	if err != nil {
+		return failLine("mount --host", err)
+	}
+	defer dir.Close()
+	if err := checkHostFree(dir); err != nil {
 		return failLine("mount --host", err)
 	}
 	sys, err := h.system(log)
@@ -79,7 +84,7 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 			return failLine("mount --host", fmt.Errorf("/dev/%s exists already (a real driver, or another emulator?)", d.Name()))
 		}
 	}
-	st, err := m.begin(sys)
+	st, err := begin(dir, sys)
 	if err != nil {
 		return failLine("mount --host", err)
 	}
@@ -101,7 +106,8 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 		abortOnExit(fsys, log)
 		return failLine("mount --host", err)
 	}
-	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": st.path}).Info("devices bound onto the host")
+	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": st.file(),
+		"mode": fmt.Sprintf("%04o", hostview.UdevMode)}).Info("devices bound onto the host, open to every local user as with the driver's udev rule")
 
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()
@@ -127,8 +133,8 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 // checkHostFree refuses a host that a previous daemon still holds, and
 // clears up after one that is gone and left no mounts behind (its empty
 // node files and mount point may remain).
-func checkHostFree(stateDir string) error {
-	prev, err := loadHostState(stateDir)
+func checkHostFree(dir *stateDir) error {
+	prev, err := loadHostState(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -136,23 +142,20 @@ func checkHostFree(stateDir string) error {
 		return err
 	}
 	if prev.alive() {
-		return fmt.Errorf("a host mount is active (pid %d, %s); stop it first", prev.PID, prev.path)
+		return fmt.Errorf("a host mount is active (pid %d, %s); stop it first", prev.PID, prev.file())
 	}
 	left, err := prev.leftovers()
 	if err != nil {
 		return err
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("a previous host mount (pid %d) died and left %v mounted; run 'neuronfs cleanup --state-dir %s'", prev.PID, left, stateDir)
+		return fmt.Errorf("a previous host mount (pid %d) died and left %v mounted; run 'neuronfs cleanup --state-dir %s'", prev.PID, left, dir.given)
 	}
 	return prev.undo()
 }
 
-// begin creates the state file and the private mount point.
-func (m *hostMode) begin(sys *device.System) (*hostState, error) {
-	if err := os.MkdirAll(m.stateDir, 0o755); err != nil {
-		return nil, err
-	}
+// begin creates the state file and the private mount point in dir.
+func begin(dir *stateDir, sys *device.System) (*hostState, error) {
 	pid := os.Getpid()
 	start, err := procStart(pid)
 	if err != nil {
@@ -160,17 +163,17 @@ func (m *hostMode) begin(sys *device.System) (*hostState, error) {
 	}
 	st := &hostState{
 		PID: pid, Start: start, Instance: sys.Instance.Name,
-		Mountpoint: filepath.Join(m.stateDir, strconv.Itoa(pid)),
+		Mountpoint: filepath.Join(dir.path, strconv.Itoa(pid)),
 		Changes:    []hostChange{},
-		path:       filepath.Join(m.stateDir, hostStateFile),
+		dir:        dir,
 	}
 	// The state exists before the mount point, so nothing is ever made
 	// that cleanup could not find.
 	if err := st.save(); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(st.Mountpoint, 0o755); err != nil {
-		os.Remove(st.path)
+	if err := dir.mkdir(strconv.Itoa(pid), 0o755); err != nil {
+		dir.remove(hostStateFile, false)
 		return nil, err
 	}
 	return st, nil
@@ -189,6 +192,9 @@ func bindOntoHost(st *hostState, sys *device.System) error {
 			return err
 		}
 		f.Close()
+		// The driver package's mode, 0666: every local user of the host
+		// may use the devices, as with the real driver (hostview.UdevMode
+		// says where the fact comes from).
 		if err := os.Chmod(dst, hostview.UdevMode); err != nil { // past the umask
 			return err
 		}

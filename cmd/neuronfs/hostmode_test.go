@@ -333,7 +333,12 @@ func (h hostScenario) staleState(compare func(string) error) error {
 		return err
 	}
 	d.kill()
-	st, err := loadHostState(h.state)
+	dir, err := openStateDir(h.state, false)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	st, err := loadHostState(dir)
 	if err != nil {
 		return err
 	}

@@ -35,34 +35,37 @@ type hostState struct {
 	Mountpoint string       `json:"mountpoint"` // the private FUSE mount
 	Instance   string       `json:"instance"`
 	Changes    []hostChange `json:"changes"` // in the order they were made
-	path       string
+	dir        *stateDir
 }
 
-func loadHostState(dir string) (*hostState, error) {
-	p := filepath.Join(dir, hostStateFile)
-	b, err := os.ReadFile(p)
+// loadHostState reads the state file of dir and checks that it names
+// only what host mode can have made there (see check).
+func loadHostState(dir *stateDir) (*hostState, error) {
+	b, err := dir.readFile(hostStateFile)
 	if err != nil {
 		return nil, err
 	}
-	s := &hostState{path: p}
+	s := &hostState{dir: dir}
 	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", s.file(), err)
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w: refusing to undo it (remove the file by hand if it is stale)", s.file(), err)
 	}
 	return s, nil
 }
 
-// save writes the state atomically (a rename), so a kill mid-write
-// leaves the previous state, never a torn file.
+// file is the state file's path, for messages.
+func (s *hostState) file() string { return s.dir.file(hostStateFile) }
+
+// save writes the state atomically and never through a link (see
+// stateDir.writeFile).
 func (s *hostState) save() error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.path)
+	return s.dir.writeFile(hostStateFile, append(b, '\n'))
 }
 
 // record notes a change before it is made.
@@ -154,11 +157,12 @@ func (s *hostState) undo() error {
 	if _, err := detachDeadMount(s.Mountpoint, 0); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.Remove(s.Mountpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// check made sure the mount point is this directory's entry <pid>.
+	if err := s.dir.remove(filepath.Base(s.Mountpoint), true); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.dir.remove(hostStateFile, false); err != nil {
 			errs = append(errs, err)
 		}
 	}
