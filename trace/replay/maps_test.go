@@ -15,8 +15,8 @@ import (
 	"github.com/neuronfs/neuronfs/trace"
 )
 
-// openNode replays an open of fake node 0 and returns the state.
-func openNode(t *testing.T, size int64) *state {
+// openFakeNode replays an open of fake node 0 and returns the state.
+func openFakeNode(t *testing.T, size int64) *state {
 	t.Helper()
 	nodes := fakeNodes(t, 1)
 	if err := os.Truncate(nodes.dir+"/neuron0", size); err != nil {
@@ -70,7 +70,7 @@ func rss(t *testing.T, addr uint64) int {
 // device memory is skipped.
 func TestReplayBoundsMmap(t *testing.T) {
 	const size = 2 << 20
-	s := openNode(t, size)
+	s := openFakeNode(t, size)
 	res := replayOne(t, s, trace.Record{Seq: 2, Op: trace.OpMmap, TGID: 7, TID: 7, FD: 3, Addr: 0x7f0000000000, Len: size,
 		Prot:   unix.PROT_READ | unix.PROT_WRITE | unix.PROT_EXEC,
 		MFlags: unix.MAP_SHARED | unix.MAP_POPULATE | unix.MAP_LOCKED | unix.MAP_ANONYMOUS | unix.MAP_FIXED})
@@ -135,7 +135,7 @@ func TestMapCapCoversHBM(t *testing.T) {
 // A recorded munmap longer than the mapping replay made unmaps that
 // mapping only: past it is the worker's own memory.
 func TestReplayMunmapStaysInItsMapping(t *testing.T) {
-	s := openNode(t, 0)
+	s := openFakeNode(t, 0)
 	page := unix.Getpagesize()
 	// Two pages of the test's own: the first stands for a replayed
 	// mapping, the second for what lies past it.

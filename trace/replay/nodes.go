@@ -20,13 +20,17 @@ import (
 // checked. Tests point it elsewhere; replays use defaultNodes.
 type nodePolicy struct {
 	dir string // the directory holding neuronN
+	// open opens a node (unix.Open; a fuzzer watches what is opened).
+	open func(path string, flags int) (int, error)
 	// verify checks that fd, opened as minor, is an emulated device node.
 	verify func(fd, minor int) error
 }
 
 func defaultNodes() *nodePolicy {
-	return &nodePolicy{dir: "/dev", verify: verifyNode}
+	return &nodePolicy{dir: "/dev", open: openNode, verify: verifyNode}
 }
+
+func openNode(path string, flags int) (int, error) { return unix.Open(path, flags, 0) }
 
 // maxMinor bounds the N of neuronN: far above any instance's devices,
 // low enough that the name can not overflow anything.

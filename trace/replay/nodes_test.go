@@ -126,7 +126,7 @@ func TestReplayChecksWhatItOpened(t *testing.T) {
 	if err := os.WriteFile(plain, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := newState(&trace.Trace{}, Options{nodes: &nodePolicy{dir: dir, verify: verifyNode}})
+	s := newState(&trace.Trace{}, Options{nodes: &nodePolicy{dir: dir, open: openNode, verify: verifyNode}})
 	defer closeAll(s)
 	for i, c := range []struct{ path, why string }{
 		{dir + "/neuron0", "a symlink"},
@@ -198,5 +198,5 @@ func fakeNodes(t *testing.T, n int) *nodePolicy {
 			t.Fatal(err)
 		}
 	}
-	return &nodePolicy{dir: dir, verify: func(fd, minor int) error { return nil }}
+	return &nodePolicy{dir: dir, open: openNode, verify: func(fd, minor int) error { return nil }}
 }

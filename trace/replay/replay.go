@@ -170,7 +170,7 @@ func (s *state) open(r *trace.Record) Result {
 		return skipped(res.Call, "not an emulated device node (replay opens only "+s.nodes.dir+"/neuronN)")
 	}
 	flags, dropped := openFlags(r.Flags)
-	fd, err := unix.Open(r.Path, flags, 0)
+	fd, err := s.nodes.open(r.Path, flags)
 	if err == unix.ELOOP {
 		return skipped(res.Call, "a symlink, not a device node")
 	}
