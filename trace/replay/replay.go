@@ -52,6 +52,8 @@ type Options struct {
 	// fd 3, with the same trace and options), for Run.
 	Worker []string
 
+	// maxWorkers, for tests, replaces the limit of live replayers.
+	maxWorkers int
 	// nodes, for tests, replaces where device nodes are and how they are
 	// checked (nil: defaultNodes).
 	nodes *nodePolicy
