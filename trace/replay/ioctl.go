@@ -16,7 +16,7 @@ import (
 const unknownBuffer = 4096
 
 func (s *state) ioctl(r *trace.Record) (Result, error) {
-	call := strings.TrimPrefix(r.Name, "NEURON_IOCTL_")
+	call := printable(strings.TrimPrefix(r.Name, "NEURON_IOCTL_"))
 	if r.Name == "" {
 		call = fmt.Sprintf("ioctl %#x", r.Cmd)
 	}

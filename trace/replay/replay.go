@@ -9,6 +9,8 @@ package replay
 
 import (
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -49,6 +51,12 @@ type Options struct {
 	// Worker is the command that runs a worker (one that calls Serve on
 	// fd 3, with the same trace and options), for Run.
 	Worker []string
+
+	// maxWorkers, for tests, replaces the limit of live replayers.
+	maxWorkers int
+	// nodes, for tests, replaces where device nodes are and how they are
+	// checked (nil: defaultNodes).
+	nodes *nodePolicy
 }
 
 type fdKey struct{ tgid, fd int }
@@ -56,6 +64,9 @@ type mapKey struct {
 	tgid int
 	addr uint64
 }
+
+// mapping is a mapping replay made: where, and how long (in pages).
+type mapping struct{ addr, len uint64 }
 
 // shared is what the processes of a replay see alike, carried from one
 // to the next with each call (see Run): a handle or address one process
@@ -74,15 +85,20 @@ type state struct {
 	tab      *ioctl.Table
 	fds      map[fdKey]int
 	cloexec  map[fdKey]bool // fds an exec closes
-	maps     map[mapKey]uint64
+	maps     map[mapKey]mapping
+	nodes    *nodePolicy
 	mapAddrs bool
 	strict   bool
 }
 
 func newState(t *trace.Trace, o Options) *state {
+	if o.nodes == nil {
+		o.nodes = defaultNodes()
+	}
 	return &state{
 		shared: shared{Handles: map[uint64]uint64{}, PIDs: map[int]uint64{}},
-		tab:    t.Table(), fds: map[fdKey]int{}, cloexec: map[fdKey]bool{}, maps: map[mapKey]uint64{}, mapAddrs: o.MapAddresses,
+		tab:    t.Table(), fds: map[fdKey]int{}, cloexec: map[fdKey]bool{}, maps: map[mapKey]mapping{}, mapAddrs: o.MapAddresses,
+		nodes:  o.nodes,
 		strict: o.Strict,
 	}
 }
@@ -150,8 +166,25 @@ func finish(res Result) Result {
 }
 
 func (s *state) open(r *trace.Record) Result {
-	res := Result{Call: "open " + r.Path}
-	fd, err := unix.Open(r.Path, int(r.Flags)|unix.O_CLOEXEC, 0)
+	res := Result{Call: "open " + printable(r.Path)}
+	minor, ok := s.nodes.minor(r.Path)
+	if !ok {
+		return skipped(res.Call, "not an emulated device node (replay opens only "+s.nodes.dir+"/neuronN)")
+	}
+	flags, dropped := openFlags(r.Flags)
+	fd, err := s.nodes.open(r.Path, flags)
+	if err == unix.ELOOP {
+		return skipped(res.Call, "a symlink, not a device node")
+	}
+	if err == nil {
+		if verr := s.nodes.verify(fd, minor); verr != nil {
+			unix.Close(fd)
+			return skipped(res.Call, "not an emulated device node: "+verr.Error())
+		}
+	}
+	if dropped != 0 {
+		res.NotCompared = append(res.NotCompared, fmt.Sprintf("flags %#x (not passed: replay opens with the access mode and O_NONBLOCK only)", dropped))
+	}
 	e, _ := err.(unix.Errno)
 	if err != nil && e == 0 {
 		e = unix.EIO
@@ -168,7 +201,7 @@ func (s *state) open(r *trace.Record) Result {
 }
 
 func (s *state) close(r *trace.Record) Result {
-	res, fd, ok := s.onFD(r, "close "+r.Path)
+	res, fd, ok := s.onFD(r, "close "+printable(r.Path))
 	if !ok {
 		return res
 	}
@@ -183,9 +216,16 @@ func (s *state) close(r *trace.Record) Result {
 }
 
 func (s *state) mmap(r *trace.Record) Result {
-	res, fd, ok := s.onFD(r, "mmap "+r.Path)
+	res, fd, ok := s.onFD(r, "mmap "+printable(r.Path))
 	if !ok {
 		return res
+	}
+	prot, flags, dropped, why := mapArgs(r.Len, r.Prot, r.MFlags)
+	if why != "" {
+		return skipped(res.Call, why)
+	}
+	for _, d := range dropped {
+		res.NotCompared = append(res.NotCompared, d+" (not passed: replay maps device memory, no more)")
 	}
 	// The recorded address is this process's to choose again; the offset
 	// is a physical address, translated like the others.
@@ -193,24 +233,42 @@ func (s *state) mmap(r *trace.Record) Result {
 	if offset != r.Offset {
 		s.rewrote(&res, fmt.Sprintf("offset (recorded %#x is %#x here)", r.Offset, offset))
 	}
-	addr, e := sysMmap(r.Len, r.Prot, r.MFlags&^unix.MAP_FIXED&^unix.MAP_FIXED_NOREPLACE, fd, offset)
+	addr, e := sysMmap(r.Len, prot, flags, fd, offset)
 	result(&res, r, 0, e)
 	if e == 0 {
-		s.maps[mapKey{r.TGID, r.Addr}] = addr
+		s.maps[mapKey{r.TGID, r.Addr}] = mapping{addr, pageAlign(r.Len)}
 		res.NotCompared = append(res.NotCompared, "address (rewritten)")
 	}
 	return finish(res)
 }
 
 func (s *state) munmap(r *trace.Record) Result {
-	res := Result{Call: "munmap " + r.Path}
-	addr, ok := s.maps[mapKey{r.TGID, r.Addr}]
+	res := Result{Call: "munmap " + printable(r.Path)}
+	m, ok := s.maps[mapKey{r.TGID, r.Addr}]
 	if !ok {
 		return skipped(res.Call, "not the start of a replayed mapping")
 	}
 	delete(s.maps, mapKey{r.TGID, r.Addr})
-	result(&res, r, 0, sysMunmap(addr, r.Len))
+	// Past the replayed mapping is this process's own memory, not what
+	// the recorded process had there: never unmapped.
+	length := r.Len
+	if length > m.len {
+		length = m.len
+		res.NotCompared = append(res.NotCompared, fmt.Sprintf("length (recorded %#x, the mapping's %#x unmapped)", r.Len, m.len))
+	}
+	result(&res, r, 0, sysMunmap(m.addr, length))
 	return finish(res)
+}
+
+// printable is a string from the trace as the report shows it: quoted
+// when it holds anything a terminal would act on.
+func printable(s string) string {
+	for _, c := range s {
+		if c == utf8.RuneError || !strconv.IsPrint(c) {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }
 
 // rewrote notes a value replayed as something other than what was

@@ -52,6 +52,25 @@ type sequencer struct {
 	sh      shared
 }
 
+// maxWorkers bounds the replayers alive at once, each a process: a trace
+// is untrusted, and one of a million processes that never exit must not
+// start a million. Far above what an instance runs (a process per
+// NeuronCore: 128 on a trn2.48xlarge).
+const maxWorkers = 512
+
+// full says a new process would be over the limit of live replayers.
+func (q *sequencer) full() bool {
+	limit := q.o.maxWorkers
+	if limit == 0 {
+		limit = maxWorkers
+	}
+	return len(q.workers) >= limit
+}
+
+func (q *sequencer) fullWhy() string {
+	return fmt.Sprintf("%d recorded processes are alive already, replay's limit: this one's calls are not replayed", len(q.workers))
+}
+
 type worker struct {
 	cmd  *exec.Cmd
 	conn *os.File
@@ -70,6 +89,9 @@ func (q *sequencer) step(i int, r *trace.Record) (_ Result, row bool, _ error) {
 		case r.Untraced:
 			return skipped(fmt.Sprintf("fork %d", r.Child),
 				fmt.Sprintf("not recorded: the calls of process %d (trace --children follows it)", r.Child)), true, nil
+		}
+		if q.full() {
+			return skipped(fmt.Sprintf("fork %d", r.Child), q.fullWhy()), true, nil
 		}
 		return Result{}, false, q.fork(r.TGID, r.Child)
 	case trace.OpExec:
@@ -92,6 +114,9 @@ func (q *sequencer) step(i int, r *trace.Record) (_ Result, row bool, _ error) {
 	if w == nil {
 		// A process whose start the trace does not hold (the traced
 		// command itself, or one traced while running).
+		if q.full() {
+			return skipped(fmt.Sprintf("%s (process %d)", r.Op, r.TGID), q.fullWhy()), true, nil
+		}
 		var err error
 		if w, err = q.start(r.TGID, nil); err != nil {
 			return Result{}, false, err

@@ -13,15 +13,17 @@ import (
 // calls learned; it says which fds it holds, and an exec closes the
 // O_CLOEXEC ones.
 func TestWorkerServes(t *testing.T) {
+	nodes := fakeNodes(t, 1)
+	dev := nodes.dir + "/neuron0"
 	tr := &trace.Trace{Records: []trace.Record{
-		{Seq: 1, Op: trace.OpOpen, TID: 7, TGID: 7, FD: 4, Path: "/dev/null", Flags: 0x80000, Ret: 4}, // O_CLOEXEC
-		{Seq: 2, Op: trace.OpOpen, TID: 8, TGID: 7, FD: 5, Path: "/dev/null", Ret: 5},
-		{Seq: 3, Op: trace.OpClose, TID: 8, TGID: 7, FD: 5, Path: "/dev/null"},
+		{Seq: 1, Op: trace.OpOpen, TID: 7, TGID: 7, FD: 4, Path: dev, Flags: 0x80000, Ret: 4}, // O_CLOEXEC
+		{Seq: 2, Op: trace.OpOpen, TID: 8, TGID: 7, FD: 5, Path: dev, Ret: 5},
+		{Seq: 3, Op: trace.OpClose, TID: 8, TGID: 7, FD: 5, Path: dev},
 	}}
 	ours, theirs := net.Pipe()
 	defer ours.Close()
 	done := make(chan error, 1)
-	go func() { done <- Serve(tr, Options{}, theirs) }()
+	go func() { done <- Serve(tr, Options{nodes: nodes}, theirs) }()
 	enc, dec := gob.NewEncoder(ours), gob.NewDecoder(ours)
 	ask := func(q request) reply {
 		t.Helper()
