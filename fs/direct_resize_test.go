@@ -79,4 +79,3 @@ func TestDirectOpenCannotResize(t *testing.T) {
 		})
 	}
 }
-
