@@ -107,7 +107,7 @@ func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
 // other refusals (refuse.go), which read and write the device's whole
 // memory through the file. Every other copy goes ahead.
 func (s *Supervisor) handleDirectDupLow(n *seccompNotif, oldfd, newfd int32) {
-	if _, ok := s.direct.Lookup(int32(n.Pid), oldfd); !ok {
+	if !s.memoryFile(n.Pid, oldfd) {
 		s.pass(n.ID)
 		return
 	}

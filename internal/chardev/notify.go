@@ -631,6 +631,10 @@ func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, 
 	p := append(sc.path[:0], "/proc/"...)
 	p = strconv.AppendUint(p, uint64(pid), 10)
 	switch {
+	case procSelf(path) > 0:
+		// The target's own /proc entries: walked from its root, "self"
+		// would be the supervisor.
+		path = path[procSelf(path):]
 	case path[0] == '/':
 		p = append(p, "/root"...)
 	case dirfd == unix.AT_FDCWD:
@@ -666,6 +670,22 @@ func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, 
 		return s.fuseNode(&stx)
 	}
 	return 0, false
+}
+
+// procSelf is the length of path's prefix that names the calling task's
+// own /proc directory ("/proc/self", "/proc/thread-self", or "/dev/fd",
+// which names its fd directory), or 0. What follows is the part of the
+// path inside that directory ("/fd/N"; for /dev/fd the "fd" is kept).
+func procSelf(path []byte) int {
+	for _, pre := range []string{"/proc/self", "/proc/thread-self"} {
+		if bytes.HasPrefix(path, []byte(pre)) && (len(path) == len(pre) || path[len(pre)] == '/') {
+			return len(pre)
+		}
+	}
+	if bytes.HasPrefix(path, []byte("/dev/fd/")) {
+		return len("/dev")
+	}
+	return 0
 }
 
 // fuseNode reports which device's file (Config.Files) stx is, if it is

@@ -67,8 +67,9 @@ func refusalFor(nr int32) (*refusal, bool) {
 	return nil, false
 }
 
-// handleRefusal answers a refused call on a device descriptor with the
-// device file's errno, and lets every other go ahead.
+// handleRefusal answers a refused call on an open of a device's memory
+// file (memoryFile) with the device file's errno, and lets every other
+// go ahead.
 func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
 	if s.direct == nil {
 		s.pass(n.ID)
@@ -76,7 +77,7 @@ func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
 	}
 	for _, i := range r.fdArgs {
 		fd := int32(n.Data.Args[i])
-		if _, ok := s.direct.Lookup(int32(n.Pid), fd); !ok {
+		if !s.memoryFile(n.Pid, fd) {
 			continue
 		}
 		if r.need != needNothing && !s.hasAccess(n.Pid, fd, r.need) {
@@ -88,6 +89,19 @@ func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
 		return
 	}
 	s.pass(n.ID)
+}
+
+// memoryFile reports whether task pid's descriptor fd is an open of a
+// device's memory file: a device descriptor, or an open the task made
+// itself (through /proc/PID/fd) that the driver knows nothing of but
+// that resizes the file all the same. Known by the file, not by the
+// lock a device descriptor holds.
+func (s *Supervisor) memoryFile(pid uint32, fd int32) bool {
+	if fd < 0 {
+		return false
+	}
+	_, ok := s.ourFD(pid, fd)
+	return ok
 }
 
 // hasAccess reports whether task pid's descriptor fd was opened for
@@ -108,14 +122,14 @@ func (s *Supervisor) hasAccess(pid uint32, fd int32, want int) bool {
 	return acc == unix.O_WRONLY || acc == unix.O_RDWR
 }
 
-// handleLock refuses a record lock (OFD or POSIX) on a device
-// descriptor, whatever its number, that reaches the bytes from which
+// handleLock refuses a record lock (OFD or POSIX) on an open of a
+// device's memory file (memoryFile), whatever its number, that reaches the bytes from which
 // each open holds its own lock (fs.Direct): an OFD lock there could
 // replace or remove that one, which tells the daemon the open is gone,
 // and any lock there makes an open that is gone look held, or fails the
 // lock of an open to come. Locks below them go ahead.
 func (s *Supervisor) handleLock(n *seccompNotif, fd int32, arg uint64) {
-	if _, ok := s.direct.Lookup(int32(n.Pid), fd); !ok {
+	if !s.memoryFile(n.Pid, fd) {
 		s.pass(n.ID)
 		return
 	}
