@@ -99,6 +99,13 @@ func init() {
 		if err := os.Symlink(fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd), link); err != nil {
 			return clientFail("%v", err)
 		}
+		// truncate(2) through /dev/fd and through a link to /proc/self.
+		say("devfd-truncate", unix.Truncate(fmt.Sprintf("/dev/fd/%d", fd), 4096))
+		selfLink := dir + "/self"
+		if err := os.Symlink(fmt.Sprintf("/proc/self/fd/%d", fd), selfLink); err != nil {
+			return clientFail("%v", err)
+		}
+		say("link-truncate", unix.Truncate(selfLink, 4096))
 		if raw, err := unix.Open(link, unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
 			say("link-reopen", err)
 		} else {
@@ -148,7 +155,7 @@ func init() {
 // memory holds what was written, with either backing.
 func TestRunDeviceFDsResizeRoutes(t *testing.T) {
 	requireRun(t)
-	const routes = "dup2-low=EBADF scm-ftruncate=EINVAL scm-punch=ENODEV scm-ofd-unlock=ENOLCK posix-lock=ENOLCK scm-posix-lock=ENOLCK truncate-path=EINVAL reopen-ftruncate=EINVAL link-reopen-ftruncate=EINVAL link-reopen-punch=ENODEV link-reopen-lock=ENOLCK"
+	const routes = "dup2-low=EBADF scm-ftruncate=EINVAL scm-punch=ENODEV scm-ofd-unlock=ENOLCK posix-lock=ENOLCK scm-posix-lock=ENOLCK truncate-path=EINVAL reopen-ftruncate=EINVAL devfd-truncate=EINVAL link-truncate=EINVAL link-reopen-ftruncate=EINVAL link-reopen-punch=ENODEV link-reopen-lock=ENOLCK"
 	const after = "ioctl=ok memory=intact"
 	want := routes + " i386-ftruncate=ENOSYS i386-scm-ftruncate=ENOSYS " + after
 	var env []string

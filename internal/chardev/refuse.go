@@ -149,20 +149,3 @@ func (s *Supervisor) handleLock(n *seccompNotif, fd int32, arg uint64) {
 
 // DirectLockBase is the first byte of the direct opens' own locks.
 const DirectLockBase = int64(1) << 62
-
-// handleTruncate fails truncate(2) of a path that names a device's
-// memory file (through /proc/PID/fd) or node with the character
-// device's EINVAL: a client may not resize the file the daemon maps.
-// Every other truncate goes ahead.
-func (s *Supervisor) handleTruncate(n *seccompNotif, sc *scratch, pathPtr uint64) {
-	path, err := readPath(n.Pid, pathPtr, sc.buf[:])
-	if err != nil {
-		s.pass(n.ID)
-		return
-	}
-	if _, ok := s.resolve(sc, n.Pid, unix.AT_FDCWD, path, false); ok && s.valid(n.ID) {
-		s.respond(n.ID, -1, unix.EINVAL, 0)
-		return
-	}
-	s.pass(n.ID)
-}
