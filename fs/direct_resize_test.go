@@ -2,6 +2,7 @@ package fs_test
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -36,6 +37,11 @@ func TestDirectOpenCannotResize(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(x.Close)
+			// tid must outlive the test: an open of a file backing ends
+			// the thread it was made on (chip.OpenForClient), which may
+			// be this goroutine's unless it keeps its own.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			tid := int32(unix.Gettid())
 			fd, err := x.Open(0, unix.O_RDWR, tid)
 			if err != nil {
