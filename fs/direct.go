@@ -180,7 +180,7 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 		return -1, fmt.Errorf("fs: %s: %w", d.dev.Name(), err)
 	}
 	if !restricted && !x.warnedTruncate.Swap(true) {
-		x.log.Warnf("%s memory is a file that its direct descriptors could truncate (no Landlock truncate right: Linux < 6.2 or Landlock off); only the supervisor's refusals stop a client", d.dev.Name())
+		x.log.Warnf("%s memory is a file that its direct descriptors could truncate (Landlock cannot deny it: Linux < 6.2, Landlock off, or its calls refused); only the supervisor's refusals stop a client", d.dev.Name())
 	}
 	x.mu.Lock()
 	at := lockBase + x.next
