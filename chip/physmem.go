@@ -109,6 +109,12 @@ func newPhysMem(name string, span uint64, b Backing) (*physMem, error) {
 		}
 		return nil, fmt.Errorf("size %s to %#x: %w", name, span, err)
 	}
+	if b.Dir == "" {
+		if err := sealSize(fd); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("seal the size of %s: %w", name, err)
+		}
+	}
 	return &physMem{fd: fd, span: span}, nil
 }
 
@@ -116,7 +122,7 @@ func newPhysMem(name string, span uint64, b Backing) (*physMem, error) {
 // name: nothing is left in the directory when the daemon dies.
 func (b Backing) create(name string) (int, error) {
 	if b.Dir == "" {
-		fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+		fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 		if err != nil {
 			return -1, fmt.Errorf("memfd_create %s: %w", name, err)
 		}

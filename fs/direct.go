@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,6 +43,9 @@ type Direct struct {
 	inotify *os.File
 	scan    chan struct{}
 	done    chan struct{}
+	// warnedTruncate: the warning that clients' opens can truncate the
+	// memory was given.
+	warnedTruncate atomic.Bool
 
 	mu    lockrank.Mutex[lockrank.Transport] // guards next, opens and procs; a leaf
 	next  int64
@@ -168,10 +172,15 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 	}
 	// The status flags asked for (O_NONBLOCK...) show in F_GETFL as on
 	// the device file.
-	fd, err := unix.Open(d.path, acc|flags&^unix.O_ACCMODE|unix.O_CLOEXEC, 0)
+	// An open the client cannot resize (chip.OpenForClient): a shrink
+	// would kill the daemon with SIGBUS.
+	fd, restricted, err := d.dev.Chip().OpenForClient(acc | flags&^unix.O_ACCMODE)
 	if err != nil {
 		x.fsys.release(file, tid)
-		return -1, fmt.Errorf("fs: reopen %s memory: %w", d.dev.Name(), err)
+		return -1, fmt.Errorf("fs: %s: %w", d.dev.Name(), err)
+	}
+	if !restricted && !x.warnedTruncate.Swap(true) {
+		x.log.Warnf("%s memory is a file that its direct descriptors could truncate (Landlock cannot deny it: Linux < 6.2, Landlock off, or its calls refused); only the supervisor's refusals stop a client", d.dev.Name())
 	}
 	x.mu.Lock()
 	at := lockBase + x.next

@@ -136,12 +136,22 @@ func init() {
 			return fail("%v", err)
 		}
 		// Onto a number the program chose below the range: the same open
-		// file, so the same device and process for every ioctl.
-		if err := unix.Dup3(fd, 20, unix.O_CLOEXEC); err != nil {
-			return fail("dup3 below the range: %v", err)
-		}
-		if err := check("dup3-low", 20, false); err != nil {
+		// file, so the same device and process for every ioctl. A direct
+		// descriptor (the device's memory file) is refused there, where
+		// its reads and writes would reach the memory unseen.
+		if direct, err := directDescriptor(fd); err != nil {
 			return fail("%v", err)
+		} else if direct {
+			if err := unix.Dup3(fd, 20, unix.O_CLOEXEC); err != unix.EBADF {
+				return fail("dup3 of a direct descriptor below the range: %v, want EBADF", err)
+			}
+		} else {
+			if err := unix.Dup3(fd, 20, unix.O_CLOEXEC); err != nil {
+				return fail("dup3 below the range: %v", err)
+			}
+			if err := check("dup3-low", 20, false); err != nil {
+				return fail("%v", err)
+			}
 		}
 		// SCM_RIGHTS, between two threads of this process (the receiver
 		// gets the lowest free number).
@@ -162,9 +172,10 @@ func init() {
 		// Closing copies leaves the others recognised. (A close flushes,
 		// and the driver's flush releases the process: that is the
 		// driver's, whatever the number of the copy.)
-		for _, c := range []int{dup, dupfd, high, chardev.FDBase + 200, 20, got} {
+		for _, c := range []int{dup, dupfd, high, chardev.FDBase + 200, got} {
 			unix.Close(c)
 		}
+		unix.Close(20) // the dup3 copy, if any
 		if err := isNode(dup2); err != nil {
 			return fail("after closing the others: %v", err)
 		}
@@ -339,12 +350,39 @@ func BenchmarkChardevOpenStorm(b *testing.B) {
 }
 
 // A process whose descriptor limit leaves no number from FDBase up still
-// opens devices: the descriptor goes to the lowest free number (where the
-// filter does not recognise it; the daemon logs that).
+// opens devices as FUSE files: the descriptor goes to the lowest free
+// number (where the filter does not recognise it; the daemon logs that).
+// A direct descriptor there would read and write the device's whole
+// memory unseen: its open fails with EMFILE.
 func TestRunChardevLowFDLimit(t *testing.T) {
-	script := fmt.Sprintf(`ulimit -n %d && exec 3<>/dev/neuron0 && echo opened`, chardev.FDBase/2)
-	out, err := neuronfs(t, "run", "--instance=trn1.2xlarge", "--", "sh", "-c", script).Output()
-	if err != nil || strings.TrimSpace(string(out)) != "opened" {
-		t.Fatalf("open under ulimit -n %d: %v %q", chardev.FDBase/2, err, out)
+	script := fmt.Sprintf(`ulimit -n %d && (exec 3<>/dev/neuron0) 2>/dev/null && echo opened || echo refused`, chardev.FDBase/2)
+	for _, c := range []struct{ mode, want string }{
+		{deviceFDsFUSE, "opened"},
+		{deviceFDsSupervisor, "refused"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			if c.mode == deviceFDsFUSE && !kernelPassthrough(t) {
+				t.Skip(noPassthrough + ": run --device-fds=fuse refuses to start")
+			}
+			out, err := neuronfs(t, "run", "--instance=trn1.2xlarge", "--device-fds="+c.mode, "--", "sh", "-c", script).Output()
+			if err != nil || strings.TrimSpace(string(out)) != c.want {
+				t.Fatalf("open under ulimit -n %d: %v %q, want %q", chardev.FDBase/2, err, out, c.want)
+			}
+		})
 	}
+}
+
+// directDescriptor reports whether fd is a direct descriptor (an open of
+// a device's memory file), not the device's FUSE file.
+func directDescriptor(fd int) (bool, error) {
+	link := fmt.Sprintf("/proc/self/fd/%d", fd)
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(link, &sfs); err != nil {
+		return false, err
+	}
+	path, err := os.Readlink(link)
+	if err != nil {
+		return false, err
+	}
+	return sfs.Type != unix.FUSE_SUPER_MAGIC || !strings.HasPrefix(path, "/dev/neuron"), nil
 }

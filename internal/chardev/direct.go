@@ -3,6 +3,8 @@ package chardev
 import (
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // The calls below reach the supervisor only with Config.Direct (the
@@ -97,6 +99,22 @@ func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
 		s.pass(id)
 		s.direct.Closed()
 	})
+}
+
+// handleDirectDupLow refuses dup2/dup3 of a device descriptor onto a
+// number below FDBase with EBADF, the kernel's answer for a number out
+// of range: there the filter would no longer send its reads, writes and
+// other refusals (refuse.go), which read and write the device's whole
+// memory through the file. Every other copy goes ahead.
+func (s *Supervisor) handleDirectDupLow(n *seccompNotif, oldfd, newfd int32) {
+	if !s.memoryFile(n.Pid, oldfd) {
+		s.pass(n.ID)
+		return
+	}
+	if s.valid(n.ID) {
+		s.log.Debugf("task %d: dup2 of device descriptor %d onto %d, below %d, refused", n.Pid, oldfd, newfd, FDBase)
+		s.respond(n.ID, -1, unix.EBADF, 0)
+	}
 }
 
 // deviceOpen finds the device open behind the notifying task's

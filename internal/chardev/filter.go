@@ -43,6 +43,9 @@ const (
 	bpfRet  = unix.BPF_RET | unix.BPF_K
 
 	auditArchX8664 = 0xc000003e
+	// x32SyscallBit marks a call of the x32 ABI, whose numbers on
+	// x86_64's own arch mean other calls than the filter compares with.
+	x32SyscallBit = 0x40000000
 
 	// Offsets in struct seccomp_data.
 	offNr   = 0
@@ -133,17 +136,35 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //   - close_range whose range reaches FDBase (without CLOSE_RANGE_CLOEXEC
 //     it closes those);
 //   - dup2/dup3 onto a descriptor from FDBase up, which it closes first;
-//   - fcntl(F_OFD_SETLK, F_OFD_SETLKW) of a descriptor from FDBase up;
+//   - fcntl lock commands (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)
+//     of any descriptor, and ftruncate, fallocate and truncate whatever
+//     the descriptor or path: each can crash the daemon or tell it an
+//     open is gone, and a copy of a device descriptor can sit below
+//     FDBase (SCM_RIGHTS); they are rare enough to pay a round trip;
 //   - execve and execveat, which close descriptors unseen;
-//   - the refusals (refuse.go) with a descriptor argument from FDBase up.
+//   - the other refusals (refuse.go) with a descriptor argument from
+//     FDBase up;
+//
+// and it fails every call of another ABI with ENOSYS: a 32-bit call
+// (int $0x80, AUDIT_ARCH_I386) or an x32 one has numbers the filter does
+// not know, so it would reach a device descriptor's file unseen.
 //
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
 func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 	a := &asm{labels: map[string]int{}}
 	a.stmt(bpfLdW, offArch)
-	a.jump(bpfJeq, auditArchX8664, "", "allow")
+	if direct {
+		a.jump(bpfJeq, auditArchX8664, "", "enosys")
+	} else {
+		// A FUSE descriptor's every call reaches the daemon as FUSE
+		// requests, whatever ABI made it.
+		a.jump(bpfJeq, auditArchX8664, "", "allow")
+	}
 	a.stmt(bpfLdW, offNr)
+	if direct {
+		a.jump(bpfJset, x32SyscallBit, "enosys", "")
+	}
 	a.jump(bpfJeq, unix.SYS_OPEN, "open", "")
 	a.jump(bpfJeq, unix.SYS_OPENAT, "openat", "")
 	a.jump(bpfJeq, unix.SYS_OPENAT2, "notify", "")
@@ -162,7 +183,12 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
 		a.jump(bpfJeq, unix.SYS_EXECVE, "notify", "")
 		a.jump(bpfJeq, unix.SYS_EXECVEAT, "notify", "")
+		a.jump(bpfJeq, unix.SYS_TRUNCATE, "notify", "")
 		for _, r := range refusals {
+			if r.anyFD {
+				a.jump(bpfJeq, uint32(r.nr), "notify", "")
+				continue
+			}
 			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
 		}
 	}
@@ -205,8 +231,10 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 	a.label("fcntl")
 	a.stmt(bpfLdW, argLow(1))
 	if direct {
-		a.jump(bpfJeq, unix.F_OFD_SETLK, "fd0", "")
-		a.jump(bpfJeq, unix.F_OFD_SETLKW, "fd0", "")
+		a.jump(bpfJeq, unix.F_OFD_SETLK, "notify", "")
+		a.jump(bpfJeq, unix.F_OFD_SETLKW, "notify", "")
+		a.jump(bpfJeq, unix.F_SETLK, "notify", "")
+		a.jump(bpfJeq, unix.F_SETLKW, "notify", "")
 	}
 	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
 	a.jump(bpfJeq, unix.F_DUPFD_CLOEXEC, "fcntlmin", "allow")
@@ -231,6 +259,9 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 		// A refusal: notify if any of its descriptor arguments is in
 		// the range.
 		for _, r := range refusals {
+			if r.anyFD {
+				continue
+			}
 			a.label(refusalLabel(r.nr))
 			for k, i := range r.fdArgs {
 				next := "allow"
@@ -267,6 +298,10 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 	a.jump(bpfJset, 0x80000000, "allow", "")
 	a.jump(bpfJge, FDBase, "notify", "allow")
 
+	if direct {
+		a.label("enosys")
+		a.stmt(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+	}
 	a.label("notify")
 	a.stmt(bpfRet, unix.SECCOMP_RET_USER_NOTIF)
 	a.label("allow")

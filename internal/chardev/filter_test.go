@@ -165,20 +165,61 @@ func TestFilterDecisionsDirect(t *testing.T) {
 		{"pwrite64 in range", unix.SYS_PWRITE64, []uint64{in, path, 10, 0}, notify},
 		{"lseek in range", unix.SYS_LSEEK, []uint64{in, 0, 0}, notify},
 		{"ftruncate in range", unix.SYS_FTRUNCATE, []uint64{in, 0}, notify},
-		{"fallocate low", unix.SYS_FALLOCATE, []uint64{low, 3, 0, 4096}, allow},
+		{"fallocate low", unix.SYS_FALLOCATE, []uint64{low, 3, 0, 4096}, notify},
+		{"ftruncate low", unix.SYS_FTRUNCATE, []uint64{low, 0}, notify},
+		{"ftruncate -1", unix.SYS_FTRUNCATE, []uint64{neg(-1), 0}, notify},
+		{"truncate", unix.SYS_TRUNCATE, []uint64{path, 0}, notify},
 		{"sendfile out low, in in range", unix.SYS_SENDFILE, []uint64{low, in, 0, 10}, notify},
 		{"sendfile both low", unix.SYS_SENDFILE, []uint64{low, low, 0, 10}, allow},
 		{"splice out in range", unix.SYS_SPLICE, []uint64{low, 0, in, 0, 10, 0}, notify},
 		{"splice in -1, out low", unix.SYS_SPLICE, []uint64{neg(-1), 0, low, 0, 10, 0}, allow},
 		{"fcntl F_OFD_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_OFD_SETLK, path}, notify},
-		{"fcntl F_OFD_SETLKW low", unix.SYS_FCNTL, []uint64{low, unix.F_OFD_SETLKW, path}, allow},
-		{"fcntl F_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_SETLK, path}, allow},
+		{"fcntl F_OFD_SETLKW low", unix.SYS_FCNTL, []uint64{low, unix.F_OFD_SETLKW, path}, notify},
+		{"fcntl F_SETLK in range", unix.SYS_FCNTL, []uint64{in, unix.F_SETLK, path}, notify},
+		{"fcntl F_SETLKW low", unix.SYS_FCNTL, []uint64{low, unix.F_SETLKW, path}, notify},
+		{"fcntl F_GETLK low", unix.SYS_FCNTL, []uint64{low, unix.F_GETLK, path}, allow},
+		{"fcntl F_GETFL in range", unix.SYS_FCNTL, []uint64{in, unix.F_GETFL, 0}, allow},
+		{"pread64 low", unix.SYS_PREAD64, []uint64{low, path, 10, 0}, allow},
 		{"fcntl F_DUPFD low min", unix.SYS_FCNTL, []uint64{in, unix.F_DUPFD, 0}, notify},
 		{"mmap low", unix.SYS_MMAP, []uint64{0, 4096, unix.PROT_READ, unix.MAP_PRIVATE, low, 0}, allow},
 		{"getpid", unix.SYS_GETPID, nil, allow},
 		{"execve", unix.SYS_EXECVE, []uint64{path, 0, 0}, notify},
 	} {
 		if got := run(t, filter(true, neuronType), auditArchX8664, c.nr, c.args...); got != c.want {
+			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
+		}
+	}
+}
+
+// With direct descriptors a call of another ABI fails with ENOSYS: its
+// numbers are not the ones the filter compares with, so a 32-bit
+// ftruncate (int $0x80) or an x32 call would reach a device descriptor's
+// memory file unseen.
+func TestFilterDirectRefusesOtherABIs(t *testing.T) {
+	const (
+		enosys     = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+		allow      = unix.SECCOMP_RET_ALLOW
+		auditI386  = 0x40000003
+		i386Ftrunc = 93
+		auditARM   = 0x40000028
+		auditArm64 = 0xc00000b7
+		fd         = uint64(FDBase + 7)
+	)
+	for _, c := range []struct {
+		name string
+		arch uint32
+		nr   int
+		want uint32
+	}{
+		{"i386 ftruncate", auditI386, i386Ftrunc, enosys},
+		{"i386 getpid", auditI386, 20, enosys},
+		{"arm compat", auditARM, 0, enosys},
+		{"arm64", auditArm64, 0, enosys},
+		{"x32 ftruncate", auditArchX8664, x32SyscallBit | unix.SYS_FTRUNCATE, enosys},
+		{"x32 getpid", auditArchX8664, x32SyscallBit | unix.SYS_GETPID, enosys},
+		{"x86_64 getpid", auditArchX8664, unix.SYS_GETPID, allow},
+	} {
+		if got := run(t, filter(true, neuronType), c.arch, c.nr, fd, 4096); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
 	}

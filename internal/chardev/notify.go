@@ -343,10 +343,13 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 		s.handleDup(n, int32(a[0]), false)
 	case unix.SYS_FCNTL:
 		// The filter sends F_DUPFD and F_DUPFD_CLOEXEC, and with Direct
-		// F_OFD_SETLK and F_OFD_SETLKW.
-		if cmd := int32(a[1]); s.direct != nil && (cmd == unix.F_OFD_SETLK || cmd == unix.F_OFD_SETLKW) {
-			s.handleOFDLock(n, int32(a[0]), a[2])
-			return
+		// the lock commands.
+		switch int32(a[1]) {
+		case unix.F_OFD_SETLK, unix.F_OFD_SETLKW, unix.F_SETLK, unix.F_SETLKW:
+			if s.direct != nil {
+				s.handleLock(n, int32(a[0]), a[2])
+				return
+			}
 		}
 		if cmd := int32(a[1]); cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
 			s.handleDup(n, int32(a[0]), cmd == unix.F_DUPFD_CLOEXEC)
@@ -365,22 +368,26 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 	case unix.SYS_CLOSE_RANGE:
 		s.handleCloseRange(n, uint32(a[0]), uint32(a[1]), uint32(a[2]))
 	case unix.SYS_DUP2, unix.SYS_DUP3:
-		if s.direct != nil && int32(a[1]) >= FDBase {
-			s.handleDupOnto(n, int32(a[0]), int32(a[1]))
+		if s.direct != nil {
+			if int32(a[1]) >= FDBase {
+				s.handleDupOnto(n, int32(a[0]), int32(a[1]))
+			} else {
+				s.handleDirectDupLow(n, int32(a[0]), int32(a[1]))
+			}
 			return
 		}
 		// A copy onto a number below FDBase is outside the range the
 		// filter recognises: it works (the same open file, so every
 		// ioctl is the same), but its fstat and mmap are no longer
 		// seen. The program chose the number, so it is kept.
-		if s.direct != nil || s.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
-			if minor, ok := s.ourFD(n.Pid, int32(a[0])); ok && s.direct != nil {
-				s.log.Warnf("task %d copies a descriptor of neuron%d to %d, below %d: the driver sees its ioctls but not its closes, and its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
-			} else if ok {
+		if s.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			if minor, ok := s.ourFD(n.Pid, int32(a[0])); ok {
 				s.log.Debugf("task %d copies a descriptor of neuron%d to %d, below %d: its fstat and mmap are not checked", n.Pid, minor, int32(a[1]), FDBase)
 			}
 		}
 		s.pass(n.ID)
+	case unix.SYS_TRUNCATE:
+		s.handleTruncate(n, sc, a[0])
 	default:
 		if r, ok := refusalFor(n.Data.Nr); ok {
 			s.handleRefusal(n, r)
@@ -441,6 +448,13 @@ func (s *Supervisor) install(id uint64, tid uint32, src int, cloexec bool) {
 		add.NewfdFlags = unix.O_CLOEXEC
 	}
 	slot, ok := s.reserve(tid)
+	if !ok && s.direct != nil {
+		// A direct descriptor below FDBase would read and write the
+		// device's whole memory unseen: as if no number were free.
+		s.log.Warnf("task %d: no descriptor number free from %d below its RLIMIT_NOFILE: its device open fails with EMFILE", tid, FDBase)
+		s.respond(id, 0, unix.EMFILE, 0)
+		return
+	}
 	if ok {
 		defer s.unreserve(slot)
 		add.Flags |= unix.SECCOMP_ADDFD_FLAG_SETFD
@@ -489,7 +503,7 @@ func addfdUninterrupted(listener int, add *seccompNotifAddfd) (int, unix.Errno) 
 func (s *Supervisor) reserve(tid uint32) (uint32, bool) {
 	soft, err := nofileLimit(tid)
 	if err != nil {
-		s.log.WithError(err).Warnf("task %d: cannot read its RLIMIT_NOFILE; its device descriptor gets the lowest free number", tid)
+		s.log.WithError(err).Warnf("task %d: cannot read its RLIMIT_NOFILE", tid)
 		return 0, false
 	}
 	limit := min(soft, FDBase+1<<20)
@@ -502,7 +516,7 @@ func (s *Supervisor) reserve(tid uint32) (uint32, bool) {
 	used, err := usedFDs(tid)
 	if err != nil {
 		s.mu.Unlock()
-		s.log.WithError(err).Warnf("task %d: cannot list its descriptors; its device descriptor gets the lowest free number", tid)
+		s.log.WithError(err).Warnf("task %d: cannot list its descriptors", tid)
 		return 0, false
 	}
 	for fd := uint32(FDBase); uint64(fd) < limit; fd++ {
@@ -513,7 +527,9 @@ func (s *Supervisor) reserve(tid uint32) (uint32, bool) {
 		}
 	}
 	s.mu.Unlock()
-	s.log.Warnf("task %d: no descriptor number free from %d below its RLIMIT_NOFILE (%d): its device descriptor gets the lowest free number, where fstat shows the FUSE file and mmaps are not checked", tid, FDBase, soft)
+	if s.direct == nil {
+		s.log.Warnf("task %d: no descriptor number free from %d below its RLIMIT_NOFILE (%d): its device descriptor gets the lowest free number, where fstat shows the FUSE file and mmaps are not checked", tid, FDBase, soft)
+	}
 	return 0, false
 }
 
@@ -615,6 +631,10 @@ func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, 
 	p := append(sc.path[:0], "/proc/"...)
 	p = strconv.AppendUint(p, uint64(pid), 10)
 	switch {
+	case procSelf(path) > 0:
+		// The target's own /proc entries: walked from its root, "self"
+		// would be the supervisor.
+		path = path[procSelf(path):]
 	case path[0] == '/':
 		p = append(p, "/root"...)
 	case dirfd == unix.AT_FDCWD:
@@ -650,6 +670,22 @@ func (s *Supervisor) resolve(sc *scratch, pid uint32, dirfd int32, path []byte, 
 		return s.fuseNode(&stx)
 	}
 	return 0, false
+}
+
+// procSelf is the length of path's prefix that names the calling task's
+// own /proc directory ("/proc/self", "/proc/thread-self", or "/dev/fd",
+// which names its fd directory), or 0. What follows is the part of the
+// path inside that directory ("/fd/N"; for /dev/fd the "fd" is kept).
+func procSelf(path []byte) int {
+	for _, pre := range []string{"/proc/self", "/proc/thread-self"} {
+		if bytes.HasPrefix(path, []byte(pre)) && (len(path) == len(pre) || path[len(pre)] == '/') {
+			return len(pre)
+		}
+	}
+	if bytes.HasPrefix(path, []byte("/dev/fd/")) {
+		return len("/dev")
+	}
+	return 0
 }
 
 // fuseNode reports which device's file (Config.Files) stx is, if it is

@@ -14,8 +14,9 @@ import (
 // memory file behind a direct descriptor would carry it out: read or
 // write device memory through a file offset, move the offset, or resize
 // or punch the file the daemon maps. With Config.Direct the filter sends
-// these calls when a descriptor argument is from FDBase up, and the
-// supervisor answers a device descriptor's with the device file's errno.
+// these calls when a descriptor argument is from FDBase up (those marked
+// anyFD whatever the number), and the supervisor answers a device
+// descriptor's with the device file's errno.
 type refusal struct {
 	nr     int
 	fdArgs []int // the arguments that are descriptors
@@ -23,6 +24,11 @@ type refusal struct {
 	// same for both files): needNothing, unix.O_RDONLY or unix.O_WRONLY.
 	need  int
 	errno unix.Errno
+	// anyFD: the filter sends the call whatever its descriptor number.
+	// A resize or punch of the memory file is what crashes the daemon,
+	// and a copy of a device descriptor may sit below FDBase (one
+	// received by SCM_RIGHTS).
+	anyFD bool
 }
 
 const needNothing = -1
@@ -32,23 +38,23 @@ const needNothing = -1
 // of a non-regular file (EINVAL), fallocate of a character device
 // (ENODEV), and the splice family without splice operations (EINVAL).
 var refusals = []refusal{
-	{unix.SYS_READ, []int{0}, unix.O_RDONLY, unix.EINVAL},
-	{unix.SYS_READV, []int{0}, unix.O_RDONLY, unix.EINVAL},
-	{unix.SYS_PREAD64, []int{0}, unix.O_RDONLY, unix.EINVAL},
-	{unix.SYS_PREADV, []int{0}, unix.O_RDONLY, unix.EINVAL},
-	{unix.SYS_PREADV2, []int{0}, unix.O_RDONLY, unix.EINVAL},
-	{unix.SYS_WRITE, []int{0}, unix.O_WRONLY, unix.EINVAL},
-	{unix.SYS_WRITEV, []int{0}, unix.O_WRONLY, unix.EINVAL},
-	{unix.SYS_PWRITE64, []int{0}, unix.O_WRONLY, unix.EINVAL},
-	{unix.SYS_PWRITEV, []int{0}, unix.O_WRONLY, unix.EINVAL},
-	{unix.SYS_PWRITEV2, []int{0}, unix.O_WRONLY, unix.EINVAL},
-	{unix.SYS_LSEEK, []int{0}, needNothing, unix.ESPIPE},
-	{unix.SYS_FTRUNCATE, []int{0}, needNothing, unix.EINVAL},
-	{unix.SYS_FALLOCATE, []int{0}, unix.O_WRONLY, unix.ENODEV},
-	{unix.SYS_SENDFILE, []int{0, 1}, needNothing, unix.EINVAL},
-	{unix.SYS_SPLICE, []int{0, 2}, needNothing, unix.EINVAL},
-	{unix.SYS_TEE, []int{0, 1}, needNothing, unix.EINVAL},
-	{unix.SYS_COPY_FILE_RANGE, []int{0, 2}, needNothing, unix.EINVAL},
+	{nr: unix.SYS_READ, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_READV, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_PREAD64, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_PREADV, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_PREADV2, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_WRITE, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_WRITEV, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_PWRITE64, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_PWRITEV, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_PWRITEV2, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{nr: unix.SYS_LSEEK, fdArgs: []int{0}, need: needNothing, errno: unix.ESPIPE},
+	{nr: unix.SYS_FTRUNCATE, fdArgs: []int{0}, need: needNothing, errno: unix.EINVAL, anyFD: true},
+	{nr: unix.SYS_FALLOCATE, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.ENODEV, anyFD: true},
+	{nr: unix.SYS_SENDFILE, fdArgs: []int{0, 1}, need: needNothing, errno: unix.EINVAL},
+	{nr: unix.SYS_SPLICE, fdArgs: []int{0, 2}, need: needNothing, errno: unix.EINVAL},
+	{nr: unix.SYS_TEE, fdArgs: []int{0, 1}, need: needNothing, errno: unix.EINVAL},
+	{nr: unix.SYS_COPY_FILE_RANGE, fdArgs: []int{0, 2}, need: needNothing, errno: unix.EINVAL},
 }
 
 // refusalFor is the refusal of syscall nr, if it is one.
@@ -61,8 +67,9 @@ func refusalFor(nr int32) (*refusal, bool) {
 	return nil, false
 }
 
-// handleRefusal answers a refused call on a device descriptor with the
-// device file's errno, and lets every other go ahead.
+// handleRefusal answers a refused call on an open of a device's memory
+// file (memoryFile) with the device file's errno, and lets every other
+// go ahead.
 func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
 	if s.direct == nil {
 		s.pass(n.ID)
@@ -70,7 +77,7 @@ func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
 	}
 	for _, i := range r.fdArgs {
 		fd := int32(n.Data.Args[i])
-		if _, ok := s.direct.Lookup(int32(n.Pid), fd); !ok {
+		if !s.memoryFile(n.Pid, fd) {
 			continue
 		}
 		if r.need != needNothing && !s.hasAccess(n.Pid, fd, r.need) {
@@ -82,6 +89,19 @@ func (s *Supervisor) handleRefusal(n *seccompNotif, r *refusal) {
 		return
 	}
 	s.pass(n.ID)
+}
+
+// memoryFile reports whether task pid's descriptor fd is an open of a
+// device's memory file: a device descriptor, or an open the task made
+// itself (through /proc/PID/fd) that the driver knows nothing of but
+// that resizes the file all the same. Known by the file, not by the
+// lock a device descriptor holds.
+func (s *Supervisor) memoryFile(pid uint32, fd int32) bool {
+	if fd < 0 {
+		return false
+	}
+	_, ok := s.ourFD(pid, fd)
+	return ok
 }
 
 // hasAccess reports whether task pid's descriptor fd was opened for
@@ -102,12 +122,14 @@ func (s *Supervisor) hasAccess(pid uint32, fd int32, want int) bool {
 	return acc == unix.O_WRONLY || acc == unix.O_RDWR
 }
 
-// handleOFDLock refuses an OFD lock on a device descriptor that reaches
-// the bytes from which each open holds its own lock (fs.Direct): a lock
-// there could replace or remove that one, which tells the daemon the
-// open is gone. Locks below them go ahead.
-func (s *Supervisor) handleOFDLock(n *seccompNotif, fd int32, arg uint64) {
-	if _, ok := s.direct.Lookup(int32(n.Pid), fd); !ok {
+// handleLock refuses a record lock (OFD or POSIX) on an open of a
+// device's memory file (memoryFile), whatever its number, that reaches the bytes from which
+// each open holds its own lock (fs.Direct): an OFD lock there could
+// replace or remove that one, which tells the daemon the open is gone,
+// and any lock there makes an open that is gone look held, or fails the
+// lock of an open to come. Locks below them go ahead.
+func (s *Supervisor) handleLock(n *seccompNotif, fd int32, arg uint64) {
+	if !s.memoryFile(n.Pid, fd) {
 		s.pass(n.ID)
 		return
 	}

@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package ia32
+
+import "golang.org/x/sys/unix"
+
+// int80 has no 32-bit x86 entry to reach off x86_64.
+func int80(nr, a1, a2, a3 uintptr) uintptr { return uintptr(-int(unix.ENOSYS)) }
