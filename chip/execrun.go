@@ -2,6 +2,7 @@ package chip
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -186,6 +187,32 @@ func (c *Chip) cancelPrograms(nc int) {
 	cr.mu.Unlock()
 	if r != nil {
 		r.cancel()
+	}
+}
+
+// StopRuns ends core nc's staged run as a core reset does, but clears
+// nothing else (PSUM, a halt, queued doorbells stay), and waits until its
+// engines returned or ctx ends: the driver calls it when nobody is left
+// who could ring the core again, before it frees the memory they fetch
+// from. The caller holds no lock.
+func (c *Chip) StopRuns(ctx context.Context, nc int) error {
+	if nc < 0 || nc >= MaxCores {
+		return nil
+	}
+	c.cancelPrograms(nc)
+	cr := &c.progs.cores[nc]
+	cr.mu.Lock()
+	r := cr.cur
+	cr.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	lockrank.AssertUnlocked("exec: stopping a core's orphaned engines")
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("core %d: engines still running: %w", nc, ctx.Err())
 	}
 }
 
