@@ -17,13 +17,13 @@ func TestStopRunsWaitsForEngines(t *testing.T) {
 		seq.POOL: seq.Assemble(0x1000, seq.NewWait(seq.WaitSemGE, 0, 1), seq.NewALUImm(seq.ALUAdd, 1, 1, 1), seq.NewBranch(seq.BranchAlways, 0, 0, -seq.RecordSize)),
 		seq.PE:   seq.Assemble(0x2000, seq.NewWait(seq.WaitSemGE, 7, 1), seq.NewRecord(seq.OpHalt)),
 	})
-	c.ApplySem(nc, incWindow(0), Inc, DoorbellRun)
+	c.Core(nc).Apply(incWindow(0), Inc, DoorbellRun)
 	waitUntil(t, "the loop going on after the doorbell", func() bool {
 		return r.seqs[seq.POOL].Counts().Records > 2*inlineBudget
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := c.StopRuns(ctx, nc); err != nil {
+	if err := c.Core(nc).StopRuns(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -33,7 +33,7 @@ func (d *Device) stopOrphanRunsLocked(ctx context.Context) {
 	d.mu.Unlock()
 	defer d.mu.Lock()
 	for nc := 0; nc < d.sys.Arch.CoresPerDevice; nc++ {
-		if err := d.chip.StopRuns(ctx, nc); err != nil {
+		if err := d.chip.Core(nc).StopRuns(ctx); err != nil {
 			d.log.WithError(err).Warn("last process gone: a core's engines did not stop")
 		}
 	}

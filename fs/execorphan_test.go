@@ -38,17 +38,17 @@ func TestExecProgramStopsWhenLastUserLeaves(t *testing.T) {
 	if err := dev.Doorbell(progCore, inferenceStart, 1); err != nil {
 		t.Fatal(err)
 	}
-	chip := sys.Device(0).Chip()
+	core := sys.Device(0).Chip().Core(progCore)
 	running := func() int {
 		n := 0
-		for _, r := range chip.EngineReports(progCore) {
+		for _, r := range core.EngineReports() {
 			if r.Status.State == seq.Running {
 				n++
 			}
 		}
 		return n
 	}
-	records := func() uint64 { return chip.EngineReports(progCore)[0].Counts.Records }
+	records := func() uint64 { return core.EngineReports()[0].Counts.Records }
 	c.waitStates(2, seq.Running)
 	for first, deadline := records(), time.Now().Add(20*time.Second); records() == first; {
 		if time.Now().After(deadline) {
@@ -66,11 +66,11 @@ func TestExecProgramStopsWhenLastUserLeaves(t *testing.T) {
 	deadline := time.Now().Add(budget)
 	for running() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("engines still running %v after the last close: %v", budget, chip.EngineStatus(progCore))
+			t.Fatalf("engines still running %v after the last close: %v", budget, core.EngineStatus())
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for _, s := range chip.EngineStatus(progCore) {
+	for _, s := range core.EngineStatus() {
 		if s.State != seq.Stopped {
 			t.Errorf("engine after the last close: %v, want stopped", s)
 		}
