@@ -112,6 +112,9 @@ func (c *Chip) Core(nc int) *Core {
 func (c *Chip) Stop() {
 	c.stopEngines()
 	for _, core := range c.cores {
+		core.cancelRuns()
+	}
+	for _, core := range c.cores {
 		core.stopAll()
 	}
 }
