@@ -41,48 +41,62 @@ func (c *Core) onSemIncrement(idx uint32, v uint32, async bool) bool {
 	// goes on, as on the hardware. What is done at once (arming the
 	// queues, a small copy, the records of a run that found no wait)
 	// costs the ringer no hand-off.
-	c.doorbell.Ring(v, c.serve, async, c.Wake)
+	c.doorbell.Ring(v, c, async, c.Wake)
 	return true
 }
 
-// serve is the core's Serve: a run or a halt.
-func (c *Core) serve(v uint32, woken bool) func() {
-	if v == DoorbellRun {
-		return c.runInference(woken)
-	}
-	if !woken {
-		c.Wake()
-	}
-	return c.runHalt()
+// doorbellWork is a doorbell's work left for after a wait: the exec
+// queues still moving, or an execution latency to sit out.
+type doorbellWork struct {
+	v       uint32    // DoorbellRun or DoorbellHalt
+	busy    [][2]int  // the queues armExecQueues left moving
+	started time.Time // when the doorbell was served
+	woken   bool      // the engines heard of the increment before begin
+	later   bool      // a run that waited: the engines were told before it
 }
 
-// runInference serves one doorbell: it arms the exec queues and returns
-// the rest of the run when that has to wait (DMA still moving, an
-// execution latency), or finishes the run and returns nil. Unless woken,
-// it tells the engines of the doorbell's increment: before a wait, or by
-// running them (runPrograms).
-func (c *Core) runInference(woken bool) func() {
-	started := time.Now()
-	busy := c.armExecQueues()
-	later := len(busy) > 0 || c.cfg.execLatency > 0
-	if later && !woken {
+// begin serves one doorbell as far as it goes without waiting: it arms
+// the exec queues and returns the work left when the rest has to wait
+// (DMA still moving, an execution latency), or finishes it and returns
+// nil. Unless woken, it tells the engines of the doorbell's increment:
+// before a wait, or by running them (runPrograms).
+func (c *Core) begin(v uint32, woken bool) *doorbellWork {
+	if v != DoorbellRun && !woken {
 		c.Wake()
 	}
-	finish := func() {
-		c.waitExecQueues(busy)
-		if c.runPrograms() {
-			return // a delivered request: the engines answer (run.go)
+	w := &doorbellWork{v: v, started: time.Now(), woken: woken}
+	w.busy = c.armExecQueues() // a halt request is staged there too
+	waits := len(w.busy) > 0
+	if v == DoorbellRun {
+		w.later = waits || c.cfg.execLatency > 0
+		waits = w.later
+		if w.later && !woken {
+			c.Wake()
 		}
-		if !woken && !later {
-			c.Wake() // no engine runs, but the rule holds
-		}
-		c.semanticRun(started)
 	}
-	if later {
-		return finish
+	if waits {
+		return w
 	}
-	finish()
+	c.finish(w)
 	return nil
+}
+
+// finish is the rest of a doorbell once its queues are done: a halt's
+// INIT and HALT records, a run's staged programs or its semantic answer.
+func (c *Core) finish(w *doorbellWork) {
+	c.waitExecQueues(w.busy)
+	if w.v != DoorbellRun {
+		c.notific.EmitInfer(dhal.RecordInit)
+		c.notific.EmitInfer(dhal.RecordHalt)
+		return
+	}
+	if c.runPrograms() {
+		return // a delivered request: the engines answer (run.go)
+	}
+	if !w.woken && !w.later {
+		c.Wake() // no engine runs, but the rule holds
+	}
+	c.semanticRun(w.started)
 }
 
 // semanticRun is a run without a staged program: START, the execution
@@ -101,21 +115,6 @@ func (c *Core) semanticRun(started time.Time) {
 	c.chip.count(c.nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
 	c.chip.addBusy(busy / time.Duration(c.cfg.arch.CoresPerDevice)) // one core of many
 	c.notific.EmitInfer(dhal.RecordEnd)
-}
-
-// runHalt stops the core's idle program, as runInference runs one.
-func (c *Core) runHalt() func() {
-	busy := c.armExecQueues() // the halt request itself is staged there
-	finish := func() {
-		c.waitExecQueues(busy)
-		c.notific.EmitInfer(dhal.RecordInit)
-		c.notific.EmitInfer(dhal.RecordHalt)
-	}
-	if len(busy) > 0 {
-		return finish
-	}
-	finish()
-	return nil
 }
 
 // armExecQueues arms the device-driven queues of the core's engines

@@ -17,19 +17,23 @@ type Doorbell struct {
 	halted  bool     // a halt was served: doorbells are ignored until Reset
 }
 
-// Serve is what a core does for one doorbell value: run (1) or halt (2).
-// It does what needs no wait and returns the rest, which waits, or nil
-// when the doorbell is done. Unless woken, the core's engines have not
-// yet heard of the increment that rang: serve tells them at once, or runs
-// them itself.
-type Serve func(v uint32, woken bool) (rest func())
+// doorbellServer is what a core does for one doorbell value: run (1) or
+// halt (2). begin does what needs no wait and returns the work left,
+// which waits, or nil when the doorbell is done; finish does that work,
+// in the doorbell's goroutine. Unless woken, the core's engines have not
+// yet heard of the increment that rang: begin tells them at once, or
+// runs them itself.
+type doorbellServer interface {
+	begin(v uint32, woken bool) *doorbellWork
+	finish(w *doorbellWork)
+}
 
 // Ring queues v and, if the core is idle, serves it: the part that does
 // not wait before returning (inline), or all of it in a goroutine (async:
 // a caller that must not run the core's program at all). The caller
 // stored the increment and leaves waking the engines to Ring: wake, at
-// once, unless Ring serves v inline, where serve does.
-func (b *Doorbell) Ring(v uint32, serve Serve, async bool, wake func()) {
+// once, unless Ring serves v inline, where serve's begin does.
+func (b *Doorbell) Ring(v uint32, serve doorbellServer, async bool, wake func()) {
 	b.mu.Lock()
 	b.pending = append(b.pending, v)
 	if b.running {
@@ -52,7 +56,7 @@ func (b *Doorbell) Ring(v uint32, serve Serve, async bool, wake func()) {
 // wait, later doorbells) to a goroutine that stays the runner, so runs
 // keep their order. wake is due for the first doorbell served (nil:
 // done).
-func (b *Doorbell) drain(serve Serve, inline bool, wake func()) {
+func (b *Doorbell) drain(serve doorbellServer, inline bool, wake func()) {
 	for served := 0; ; served++ {
 		b.mu.Lock()
 		if len(b.pending) == 0 {
@@ -81,19 +85,23 @@ func (b *Doorbell) drain(serve Serve, inline bool, wake func()) {
 			continue // a halted core ignores doorbells until it is reset
 		}
 		lockrank.AssertUnlocked("exec doorbell")
-		rest := serve(v, due == nil)
-		if rest == nil {
+		w := serve.begin(v, due == nil)
+		if w == nil {
 			continue
 		}
 		if inline {
-			go func() {
-				rest()
-				b.drain(serve, false, nil)
-			}()
+			go b.finishThenDrain(serve, w)
 			return
 		}
-		rest()
+		serve.finish(w)
 	}
+}
+
+// finishThenDrain is the goroutine an inline ringer leaves its wait to:
+// it stays the core's runner.
+func (b *Doorbell) finishThenDrain(serve doorbellServer, w *doorbellWork) {
+	serve.finish(w)
+	b.drain(serve, false, nil)
 }
 
 // Doorbell values: one run of the staged program, or a halt of the idle
