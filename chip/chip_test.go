@@ -130,7 +130,7 @@ func newFuncServer(f func(v uint32, woken bool) func()) *funcServer {
 	return &funcServer{f: f, rests: map[*doorbellWork]func(){}}
 }
 
-func (s *funcServer) begin(v uint32, woken bool) *doorbellWork {
+func (s *funcServer) beginDoorbell(v uint32, woken bool) *doorbellWork {
 	rest := s.f(v, woken)
 	if rest == nil {
 		return nil
@@ -142,7 +142,7 @@ func (s *funcServer) begin(v uint32, woken bool) *doorbellWork {
 	return w
 }
 
-func (s *funcServer) finish(w *doorbellWork) {
+func (s *funcServer) finishDoorbell(w *doorbellWork) {
 	s.mu.Lock()
 	rest := s.rests[w]
 	delete(s.rests, w)

@@ -14,7 +14,7 @@
 // seq.CSR, and reaches the chip only through coreChip (corelink.go):
 // memory, engines, the driver's queues, allocations and counters, the
 // tracer and the power model. A doorbell's whole journey (Apply or Sweep
-// or a DMA write, onSemIncrement, Doorbell.Ring, begin and finish,
+// or a DMA write, onSemIncrement, Doorbell.Ring, beginDoorbell, finishDoorbell,
 // runPrograms, the sequencers, the NOTIFIC records) stays on its Core.
 //
 // Neither knows anything of processes, handles or ioctls. They reach the

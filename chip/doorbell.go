@@ -51,16 +51,16 @@ type doorbellWork struct {
 	v       uint32    // DoorbellRun or DoorbellHalt
 	busy    [][2]int  // the queues armExecQueues left moving
 	started time.Time // when the doorbell was served
-	woken   bool      // the engines heard of the increment before begin
+	woken   bool      // the engines heard of the increment before beginDoorbell
 	later   bool      // a run that waited: the engines were told before it
 }
 
-// begin serves one doorbell as far as it goes without waiting: it arms
+// beginDoorbell serves one doorbell as far as it goes without waiting: it arms
 // the exec queues and returns the work left when the rest has to wait
 // (DMA still moving, an execution latency), or finishes it and returns
 // nil. Unless woken, it tells the engines of the doorbell's increment:
 // before a wait, or by running them (runPrograms).
-func (c *Core) begin(v uint32, woken bool) *doorbellWork {
+func (c *Core) beginDoorbell(v uint32, woken bool) *doorbellWork {
 	if v != DoorbellRun && !woken {
 		c.Wake()
 	}
@@ -77,13 +77,13 @@ func (c *Core) begin(v uint32, woken bool) *doorbellWork {
 	if waits {
 		return w
 	}
-	c.finish(w)
+	c.finishDoorbell(w)
 	return nil
 }
 
-// finish is the rest of a doorbell once its queues are done: a halt's
+// finishDoorbell is the rest of a doorbell once its queues are done: a halt's
 // INIT and HALT records, a run's staged programs or its semantic answer.
-func (c *Core) finish(w *doorbellWork) {
+func (c *Core) finishDoorbell(w *doorbellWork) {
 	c.waitExecQueues(w.busy)
 	if w.v != DoorbellRun {
 		c.notific.EmitInfer(dhal.RecordInit)

@@ -18,21 +18,21 @@ type Doorbell struct {
 }
 
 // doorbellServer is what a core does for one doorbell value: run (1) or
-// halt (2). begin does what needs no wait and returns the work left,
-// which waits, or nil when the doorbell is done; finish does that work,
+// halt (2). beginDoorbell does what needs no wait and returns the work left,
+// which waits, or nil when the doorbell is done; finishDoorbell does it,
 // in the doorbell's goroutine. Unless woken, the core's engines have not
-// yet heard of the increment that rang: begin tells them at once, or
+// yet heard of the increment that rang: beginDoorbell tells them at once, or
 // runs them itself.
 type doorbellServer interface {
-	begin(v uint32, woken bool) *doorbellWork
-	finish(w *doorbellWork)
+	beginDoorbell(v uint32, woken bool) *doorbellWork
+	finishDoorbell(w *doorbellWork)
 }
 
 // Ring queues v and, if the core is idle, serves it: the part that does
 // not wait before returning (inline), or all of it in a goroutine (async:
 // a caller that must not run the core's program at all). The caller
 // stored the increment and leaves waking the engines to Ring: wake, at
-// once, unless Ring serves v inline, where serve's begin does.
+// once, unless Ring serves v inline, where serve.s beginDoorbell does.
 func (b *Doorbell) Ring(v uint32, serve doorbellServer, async bool, wake func()) {
 	b.mu.Lock()
 	b.pending = append(b.pending, v)
@@ -85,7 +85,7 @@ func (b *Doorbell) drain(serve doorbellServer, inline bool, wake func()) {
 			continue // a halted core ignores doorbells until it is reset
 		}
 		lockrank.AssertUnlocked("exec doorbell")
-		w := serve.begin(v, due == nil)
+		w := serve.beginDoorbell(v, due == nil)
 		if w == nil {
 			continue
 		}
@@ -93,14 +93,14 @@ func (b *Doorbell) drain(serve doorbellServer, inline bool, wake func()) {
 			go b.finishThenDrain(serve, w)
 			return
 		}
-		serve.finish(w)
+		serve.finishDoorbell(w)
 	}
 }
 
 // finishThenDrain is the goroutine an inline ringer leaves its wait to:
 // it stays the core's runner.
 func (b *Doorbell) finishThenDrain(serve doorbellServer, w *doorbellWork) {
-	serve.finish(w)
+	serve.finishDoorbell(w)
 	b.drain(serve, false, nil)
 }
 
