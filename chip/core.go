@@ -80,9 +80,6 @@ func newCore(nc int, chip coreChip, cfg coreConfig) *Core {
 	return c
 }
 
-// Index is the core's number on its chip.
-func (c *Core) Index() int { return c.nc }
-
 // Area returns the core's event and semaphore area in the device's
 // memory; ok is false when its window cannot be reached.
 func (c *Core) Area() (Area, bool) {
