@@ -22,14 +22,11 @@ func (b engineBlock) Write32(off uint64, v uint32) bool { return b.e.WriteRegist
 // semBlock is a core's event and semaphore area in its TPB window: reads
 // see the values, writes to the set, increment and decrement windows do
 // what the hardware does.
-type semBlock struct {
-	c  *Chip
-	nc int
-}
+type semBlock struct{ c *Core }
 
 func (b semBlock) Read32(off uint64) (uint32, bool) {
-	b.c.SweepCore(b.nc)
-	a, ok := b.c.SemArea(b.nc)
+	b.c.Sweep()
+	a, ok := b.c.Area()
 	if !ok {
 		return 0, false
 	}
@@ -40,7 +37,7 @@ func (b semBlock) Write32(off uint64, v uint32) bool {
 	if off >= AreaSize || off%4 != 0 {
 		return false
 	}
-	b.c.ApplySem(b.nc, off, OpAt(off), v)
+	b.c.Apply(off, OpAt(off), v)
 	return true
 }
 
@@ -66,13 +63,11 @@ func (c *Chip) initBAR0() error {
 	for i, e := range c.engines {
 		regions = append(regions, mmio.Region{Name: "udma", Base: f.UDMABase(i), Size: dhal.UDMABlockSize, Block: engineBlock{e}})
 	}
-	for nc := range f.CoresPerDevice {
-		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(nc) + dhal.TPBEventsOffset, Size: AreaSize, Block: semBlock{c, nc}})
+	for _, core := range c.cores {
+		regions = append(regions, mmio.Region{Name: "semaphores", Base: f.TPBBase(core.nc) + dhal.TPBEventsOffset, Size: AreaSize, Block: semBlock{core}})
 	}
-	for nc := range f.CoresPerDevice {
-		b := nq.NewBlock(mem, c.cfg.Epoch)
-		c.coreNQ = append(c.coreNQ, b)
-		regions = append(regions, mmio.Region{Name: "notific", Base: f.NotificationBlock(nc), Size: nq.BlockSize, Block: b})
+	for _, core := range c.cores {
+		regions = append(regions, mmio.Region{Name: "notific", Base: f.NotificationBlock(core.nc), Size: nq.BlockSize, Block: core.notific})
 	}
 	for ts := range f.TopSPsPerDevice {
 		b := nq.NewBlock(mem, c.cfg.Epoch)

@@ -38,14 +38,15 @@ type Config struct {
 	// (device id, serial number, server info).
 	Identity map[uint64]uint32
 	// Trace, if set, records the engines' records and waits and the DMA
-	// queues' copies (tracehook.go).
+	// queues. copies (corelink.go, request.go).
 	Trace *exectrace.Device
 }
 
 // Chip is one emulated Neuron device's silicon: its physical memory and
 // the HBM scrub pattern, the DMA address space and engines, BAR0 with the
-// firmware behind it, the notification blocks, the cores' semaphore and
-// event areas, their doorbells and their sequencers.
+// firmware behind it, the TOP_SPs' notification blocks, the exec-request
+// watch over the DMA queues, the power model, and its cores (Core), each
+// with what is its own.
 type Chip struct {
 	cfg  Config
 	arch *dhal.ArchFacts
@@ -58,15 +59,12 @@ type Chip struct {
 	engines []*dma.Engine
 	bar     *mmio.BAR
 	fw      *mmio.Firmware
-	coreNQ  []*nq.Block // NOTIFIC blocks of the cores
-	topSPNQ []*nq.Block // and of the TOP_SPs
+	topSPNQ []*nq.Block // NOTIFIC blocks of the TOP_SPs
 
-	exec    [MaxCores]Doorbell    // each with its own lock (rank Exec)
-	sweeps  []*sweepTarget        // semaphore areas the sweeper polls (semsweep.go)
-	execReq execWatch             // delivered exec requests (execreq.go)
-	progs   programs              // staged programs running (execrun.go)
-	power   firmwarePower         // the firmware's utilisation model (power.go)
-	onchip  [MaxCores]*coreOnChip // the cores' SBUF and PSUM (onchip.go)
+	cores    []*Core        // one per NeuronCore (core.go)
+	sweeps   []*sweepTarget // semaphore areas the sweeper polls (semsweep.go)
+	requests *requestWatch  // delivered exec requests (request.go)
+	power    firmwarePower  // the firmware's utilisation model (power.go)
 }
 
 // New builds a chip over a fresh physical memory file. drv is asked
@@ -80,11 +78,11 @@ func New(cfg Config, drv Driver) (*Chip, error) {
 	c.phys = phys
 	c.pattern = newHBMPattern(phys.fd)
 	c.initSpace()
+	c.initCores()
 	c.initRoutes()
 	c.initSweeps()
-	c.initExecWatch()
+	c.requests = newRequestWatch(c.Mem, c.arch.DMAEnginesPerDevice, c.cores)
 	c.initEngines()
-	c.initOnChip()
 	if err := c.initBAR0(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("BAR0: %w", err)
@@ -92,12 +90,33 @@ func New(cfg Config, drv Driver) (*Chip, error) {
 	return c, nil
 }
 
+// initCores builds the cores, each handed its view of the chip.
+func (c *Chip) initCores() {
+	cfg := coreConfig{arch: c.arch, log: c.log, inferenceStart: c.cfg.InferenceStart, execLatency: c.cfg.ExecLatency, epoch: c.cfg.Epoch}
+	for nc := range min(c.arch.CoresPerDevice, MaxCores) {
+		c.cores = append(c.cores, newCore(nc, coreLink{c}, cfg))
+	}
+}
+
+// Core returns core nc, or nil for a core the chip does not have.
+func (c *Chip) Core(nc int) *Core {
+	if nc < 0 || nc >= len(c.cores) {
+		return nil
+	}
+	return c.cores[nc]
+}
+
 // Stop halts every engine and every sequencer and waits (briefly) for
 // them. The memory stays mapped: a neighbour's engine may still reach it
 // until every chip of the host stopped.
 func (c *Chip) Stop() {
 	c.stopEngines()
-	c.stopPrograms()
+	for _, core := range c.cores {
+		core.cancelRuns()
+	}
+	for _, core := range c.cores {
+		core.stopAll()
+	}
 }
 
 // Close unmaps and closes the physical memory; nothing may use the chip

@@ -70,7 +70,7 @@ func TestDoorbell(t *testing.T) {
 	told := 0
 	wake := func() { mu.Lock(); told++; mu.Unlock() }
 	block := make(chan struct{})
-	serve := func(v uint32, woken bool) func() {
+	serve := newFuncServer(func(v uint32, woken bool) func() {
 		mu.Lock()
 		if !woken {
 			told++
@@ -82,7 +82,7 @@ func TestDoorbell(t *testing.T) {
 			return func() { <-block } // the first run waits for its DMA
 		}
 		return nil
-	}
+	})
 	b.Ring(DoorbellRun, serve, false, wake)  // returns before its wait is over
 	b.Ring(DoorbellRun, serve, false, wake)  // queued: returns at once
 	b.Ring(DoorbellHalt, serve, false, wake) // queued
@@ -116,4 +116,36 @@ func TestDoorbell(t *testing.T) {
 		t.Errorf("6 rings told the engines %d times", told)
 	}
 	mu.Unlock()
+}
+
+// funcServer serves a doorbell with a function that returns the work
+// left (nil: done), kept by the work's identity until finish.
+type funcServer struct {
+	f     func(v uint32, woken bool) func()
+	mu    sync.Mutex
+	rests map[*doorbellWork]func()
+}
+
+func newFuncServer(f func(v uint32, woken bool) func()) *funcServer {
+	return &funcServer{f: f, rests: map[*doorbellWork]func(){}}
+}
+
+func (s *funcServer) beginDoorbell(v uint32, woken bool) *doorbellWork {
+	rest := s.f(v, woken)
+	if rest == nil {
+		return nil
+	}
+	w := &doorbellWork{v: v}
+	s.mu.Lock()
+	s.rests[w] = rest
+	s.mu.Unlock()
+	return w
+}
+
+func (s *funcServer) finishDoorbell(w *doorbellWork) {
+	s.mu.Lock()
+	rest := s.rests[w]
+	delete(s.rests, w)
+	s.mu.Unlock()
+	rest()
 }

@@ -19,7 +19,7 @@ func FuzzCSRWrite(f *testing.F) {
 	f.Add(tail+dhal.UDMAS2MQueues-dhal.UDMAM2SQueues, uint32(1<<31), uint8(4))
 	f.Add(fa.CSRBase()+fa.MiscRAMBar0, uint32(7), uint8(4))
 	f.Add(uint64(0x40), uint32(1), uint8(1))
-	csr := c.coreCSR(0)
+	csr := c.Core(0)
 	f.Fuzz(func(t *testing.T, addr uint64, v uint32, size uint8) {
 		err := csr.WriteCSR(seq.PE, addr, v, size)
 		if _, in := fa.CSROffset(addr); !in && err == nil {

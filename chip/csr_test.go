@@ -111,7 +111,7 @@ func TestCSRTailIncrementStartsQueue(t *testing.T) {
 			pe := r.seqs[seq.PE]
 			waitUntil(t, "PE waits at its gate", func() bool { s := pe.Status(); return s.State == seq.Waiting && s.PC == 0x1000 })
 			q.untouched(t, "before the CTRL_WR")
-			c.coreSync(nc).UpdateSemaphore(gate, seq.SemSet, 1)
+			c.Core(nc).UpdateSemaphore(gate, seq.SemSet, 1)
 			waitUntil(t, "PE halts", func() bool { return pe.Status().State == seq.Halted })
 			if !bytes.Equal(q.dst, q.src) {
 				t.Errorf("destination % x, want % x", q.dst[:8], q.src[:8])
@@ -119,7 +119,7 @@ func TestCSRTailIncrementStartsQueue(t *testing.T) {
 			if st := q.eng.QueueState(q.qid, dma.RX); st.Completed != 2 {
 				t.Errorf("%d RX descriptors completed, want 2", st.Completed)
 			}
-			if a, _ := c.SemArea(nc); a.Semaphore(done) != 1 {
+			if a, _ := c.Core(nc).Area(); a.Semaphore(done) != 1 {
 				t.Errorf("completion semaphore %d, want 1", a.Semaphore(done))
 			}
 		})
@@ -135,7 +135,7 @@ func TestNoCSRWriteNoCopy(t *testing.T) {
 	runEngines(t, c, nc, map[seq.Engine]*seq.Image{
 		seq.PE: seq.Assemble(0x1000, seq.NewWait(seq.WaitSemGE, done, 1), seq.NewRecord(seq.OpHalt)),
 	})
-	waitUntil(t, "the core blocked", func() bool { _, ok := c.Blocked(nc); return ok })
+	waitUntil(t, "the core blocked", func() bool { _, ok := c.Core(nc).Blocked(); return ok })
 	q.untouched(t, "blocked")
 }
 
@@ -164,6 +164,6 @@ func TestCSRWriteOutsideRegisterSpace(t *testing.T) {
 	if s := pe.Status(); s.State != seq.Waiting {
 		t.Errorf("PE %v after ACT's fault, want waiting", s.State)
 	}
-	c.coreSync(nc).UpdateSemaphore(gate, seq.SemSet, 1)
+	c.Core(nc).UpdateSemaphore(gate, seq.SemSet, 1)
 	waitUntil(t, "PE halts", func() bool { return pe.Status().State == seq.Halted })
 }

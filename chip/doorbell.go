@@ -1,111 +1,153 @@
 package chip
 
-import "github.com/neuronfs/neuronfs/internal/lockrank"
+import (
+	"context"
+	"time"
 
-// Doorbell is one core's queue of exec doorbells (increments of its
-// inference-start semaphore). Whoever rings an idle core becomes its
-// runner and does the part of its own doorbell that does not wait in the
-// ringing goroutine, holding no lock; the part that waits (staged DMA
-// still moving, an execution latency) goes on in a goroutine, so a ringer
-// never waits for the program it starts, as on the hardware. Doorbells
-// rung meanwhile queue and are served next, by a goroutine, so one caller
-// never works for every later one.
-type Doorbell struct {
-	mu      lockrank.Mutex[lockrank.Exec]
-	pending []uint32 // doorbell values not yet served
-	running bool     // a runner serves this core
-	halted  bool     // a halt was served: doorbells are ignored until Reset
-}
+	"github.com/sirupsen/logrus"
 
-// Serve is what a core does for one doorbell value: run (1) or halt (2).
-// It does what needs no wait and returns the rest, which waits, or nil
-// when the doorbell is done. Unless woken, the core's engines have not
-// yet heard of the increment that rang: serve tells them at once, or runs
-// them itself.
-type Serve func(v uint32, woken bool) (rest func())
-
-// Ring queues v and, if the core is idle, serves it: the part that does
-// not wait before returning (inline), or all of it in a goroutine (async:
-// a caller that must not run the core's program at all). The caller
-// stored the increment and leaves waking the engines to Ring: wake, at
-// once, unless Ring serves v inline, where serve does.
-func (b *Doorbell) Ring(v uint32, serve Serve, async bool, wake func()) {
-	b.mu.Lock()
-	b.pending = append(b.pending, v)
-	if b.running {
-		b.mu.Unlock()
-		wake()
-		return
-	}
-	b.running = true
-	b.mu.Unlock()
-	if async {
-		wake()
-		go b.drain(serve, false, nil)
-		return
-	}
-	b.drain(serve, true, wake)
-}
-
-// drain serves queued doorbells as the core's runner. Inline, it serves
-// one doorbell's part that does not wait, then hands whatever remains (the
-// wait, later doorbells) to a goroutine that stays the runner, so runs
-// keep their order. wake is due for the first doorbell served (nil:
-// done).
-func (b *Doorbell) drain(serve Serve, inline bool, wake func()) {
-	for served := 0; ; served++ {
-		b.mu.Lock()
-		if len(b.pending) == 0 {
-			b.running = false
-			b.mu.Unlock()
-			return
-		}
-		if inline && served == 1 {
-			b.mu.Unlock()
-			go b.drain(serve, false, nil)
-			return
-		}
-		v := b.pending[0]
-		b.pending = b.pending[1:]
-		halted := b.halted
-		if v == DoorbellHalt {
-			b.halted = true
-		}
-		b.mu.Unlock()
-		due := wake
-		wake = nil
-		if halted {
-			if due != nil {
-				due()
-			}
-			continue // a halted core ignores doorbells until it is reset
-		}
-		lockrank.AssertUnlocked("exec doorbell")
-		rest := serve(v, due == nil)
-		if rest == nil {
-			continue
-		}
-		if inline {
-			go func() {
-				rest()
-				b.drain(serve, false, nil)
-			}()
-			return
-		}
-		rest()
-	}
-}
-
-// Doorbell values: one run of the staged program, or a halt of the idle
-// program after the runtime queued a halt request.
-const (
-	DoorbellRun  = 1
-	DoorbellHalt = 2
+	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
-// Reset forgets queued doorbells and a halt (core reset).
-func (b *Doorbell) Reset() {
-	b.mu.Lock()
-	b.pending, b.halted = nil, false
-	b.mu.Unlock()
+// The exec doorbell. An increment of a core's inference-start semaphore
+// (by ioctl, BAR0 write, mapped store or DMA) wakes the core's engines as
+// the runtime's programs would: the core runs what was staged on its
+// device-driven DMA queues (the exec queue), then every compute engine
+// reports START and END in its INFER_STATUS queue (NOTIFIC slots 4-8).
+// When the exec queue delivered a request naming the engines' images, the
+// engines run those programs instead (run.go). Value 2 after the runtime
+// queued a halt request stops the idle program: each engine reports INIT
+// then HALT and the core ignores doorbells until it is reset.
+
+// execQueueWait bounds how long a run waits for staged DMA.
+const execQueueWait = 10 * time.Second
+
+// onSemIncrement runs after semaphore idx went up by v: an increment of
+// the inference-start semaphore by 1 or 2 rings the doorbell (Doorbell)
+// and reports true; the doorbell then wakes the engines (Wake), or runs
+// those the increment released. An async doorbell is served in a
+// goroutine (an engine's write must not run the core's program in its
+// worker).
+func (c *Core) onSemIncrement(idx uint32, v uint32, async bool) bool {
+	start := c.cfg.inferenceStart
+	if start >= 0 && idx != uint32(start) {
+		return false
+	}
+	if v != DoorbellRun && v != DoorbellHalt {
+		return false
+	}
+	// The ringer never waits for the run: the chip works while the host
+	// goes on, as on the hardware. What is done at once (arming the
+	// queues, a small copy, the records of a run that found no wait)
+	// costs the ringer no hand-off.
+	c.doorbell.Ring(v, c, async, c.Wake)
+	return true
+}
+
+// doorbellWork is a doorbell's work left for after a wait: the exec
+// queues still moving, or an execution latency to sit out.
+type doorbellWork struct {
+	v       uint32    // DoorbellRun or DoorbellHalt
+	busy    [][2]int  // the queues armExecQueues left moving
+	started time.Time // when the doorbell was served
+	woken   bool      // the engines heard of the increment before beginDoorbell
+	later   bool      // a run that waited: the engines were told before it
+}
+
+// beginDoorbell serves one doorbell as far as it goes without waiting: it arms
+// the exec queues and returns the work left when the rest has to wait
+// (DMA still moving, an execution latency), or finishes it and returns
+// nil. Unless woken, it tells the engines of the doorbell's increment:
+// before a wait, or by running them (runPrograms).
+func (c *Core) beginDoorbell(v uint32, woken bool) *doorbellWork {
+	if v != DoorbellRun && !woken {
+		c.Wake()
+	}
+	w := &doorbellWork{v: v, started: time.Now(), woken: woken}
+	w.busy = c.armExecQueues() // a halt request is staged there too
+	waits := len(w.busy) > 0
+	if v == DoorbellRun {
+		w.later = waits || c.cfg.execLatency > 0
+		waits = w.later
+		if w.later && !woken {
+			c.Wake()
+		}
+	}
+	if waits {
+		return w
+	}
+	c.finishDoorbell(w)
+	return nil
+}
+
+// finishDoorbell is the rest of a doorbell once its queues are done: a halt's
+// INIT and HALT records, a run's staged programs or its semantic answer.
+func (c *Core) finishDoorbell(w *doorbellWork) {
+	c.waitExecQueues(w.busy)
+	if w.v != DoorbellRun {
+		c.notific.EmitInfer(dhal.RecordInit)
+		c.notific.EmitInfer(dhal.RecordHalt)
+		return
+	}
+	if c.runPrograms() {
+		return // a delivered request: the engines answer (run.go)
+	}
+	if !w.woken && !w.later {
+		c.Wake() // no engine runs, but the rule holds
+	}
+	c.semanticRun(w.started)
+}
+
+// semanticRun is a run without a staged program: START, the execution
+// latency, END, counted as the driver counts a run.
+func (c *Core) semanticRun(started time.Time) {
+	c.notific.EmitInfer(dhal.RecordStart)
+	if lat := c.cfg.execLatency; lat > 0 {
+		time.Sleep(lat)
+	}
+	// Counted before END shows: the ringer may have returned long ago,
+	// and whoever sees END must find the run counted.
+	c.chip.count(c.nc, "other_info/inference_count", 1)
+	// The core was busy for the run: utilisation tools read this, and
+	// the firmware's power model counts it.
+	busy := time.Since(started)
+	c.chip.count(c.nc, "other_info/nc_time_in_use", uint64(max(busy.Microseconds(), 1)))
+	c.chip.addBusy(busy / time.Duration(c.cfg.arch.CoresPerDevice)) // one core of many
+	c.notific.EmitInfer(dhal.RecordEnd)
+}
+
+// armExecQueues arms the device-driven queues of the core's engines
+// (those a process initialised and never rang with DMA_QUEUE_COPY_START,
+// as the driver tells) and returns those still moving data (engine,
+// queue) after what the engines do inline.
+func (c *Core) armExecQueues() [][2]int {
+	armed := c.chip.deviceDrivenQueues(c.nc)
+	busy := armed[:0]
+	for _, key := range armed {
+		e := c.chip.engine(key[0])
+		if e == nil {
+			continue
+		}
+		if tx, rx := e.Arm(key[1]); (tx == 0 && rx == 0) || e.Idle(key[1]) {
+			continue // nothing staged, or a small copy already done inline
+		}
+		busy = append(busy, key)
+	}
+	return busy
+}
+
+// waitExecQueues waits for the queues armExecQueues left moving.
+func (c *Core) waitExecQueues(busy [][2]int) {
+	if len(busy) == 0 {
+		return
+	}
+	lockrank.AssertUnlocked("exec queue wait")
+	ctx, cancel := context.WithTimeout(context.Background(), execQueueWait)
+	defer cancel()
+	for _, key := range busy {
+		if err := c.chip.engine(key[0]).WaitIdle(ctx, key[1]); err != nil {
+			c.cfg.log.WithFields(logrus.Fields{"core": c.nc, "engine": key[0], "queue": key[1]}).Warn("exec queue did not finish")
+		}
+	}
 }

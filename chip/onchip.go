@@ -16,41 +16,22 @@ import (
 // and a core reset clears it. Neither costs anything until an engine
 // computes.
 
-// coreOnChip is core nc's on-chip memory.
+// coreOnChip is a core's on-chip memory.
 type coreOnChip struct {
-	c      *Chip
-	nc     int
+	c      *Core
 	sbuf   uint64 // device address of the SBUF resource
 	hasBuf bool
 	psum   *seq.OnChipMemory
 }
 
-// initOnChip gives each core its on-chip memory.
-func (c *Chip) initOnChip() {
-	f := c.arch
-	for nc := range min(f.CoresPerDevice, MaxCores) {
-		m := &coreOnChip{c: c, nc: nc, psum: seq.NewOnChipMemory(f.SBUFPartitionBytes)}
-		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSBUF); ok && res.Size >= seq.Partitions*uint64(seq.SBUF.Stride()) {
-			m.sbuf, m.hasBuf = res.Offset, true
-		}
-		c.onchip[nc] = m
+// newCoreOnChip gives core c its on-chip memory.
+func newCoreOnChip(c *Core) *coreOnChip {
+	f := c.cfg.arch
+	m := &coreOnChip{c: c, psum: seq.NewOnChipMemory(f.SBUFPartitionBytes)}
+	if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(c.nc), dhal.ResourceSBUF); ok && res.Size >= seq.Partitions*uint64(seq.SBUF.Stride()) {
+		m.sbuf, m.hasBuf = res.Offset, true
 	}
-}
-
-// OnChip returns core nc's SBUF and PSUM as its engines address them;
-// nil for a core the chip does not have.
-func (c *Chip) OnChip(nc int) seq.OnChip {
-	if nc < 0 || nc >= MaxCores || c.onchip[nc] == nil {
-		return nil
-	}
-	return c.onchip[nc]
-}
-
-// resetOnChip clears what a core reset clears: PSUM.
-func (c *Chip) resetOnChip(nc int) {
-	if nc >= 0 && nc < MaxCores && c.onchip[nc] != nil {
-		c.onchip[nc].psum.Reset(seq.PSUM)
-	}
+	return m
 }
 
 // Active implements seq.OnChip.
@@ -58,7 +39,7 @@ func (m *coreOnChip) Active(g seq.Region) uint32 {
 	if g != seq.SBUF || !m.hasBuf {
 		return m.psum.Active(g)
 	}
-	return m.c.arch.SBUFPartitionBytes
+	return m.c.cfg.arch.SBUFPartitionBytes
 }
 
 // Partition implements seq.OnChip: an SBUF access admits and reports
@@ -71,13 +52,13 @@ func (m *coreOnChip) Partition(g seq.Region, p int, lo, hi uint32, write bool) (
 		return nil, fmt.Errorf("%w: SBUF partition %d bytes %d..%d", seq.ErrAperture, p, lo, hi)
 	}
 	pa, n := m.sbuf+uint64(p)*uint64(g.Stride())+uint64(lo), uint64(hi-lo)
-	mem := m.c.mem
+	mem := m.c.chip.mem()
 	if write && mem.Admit != nil && !mem.Admit(pa, n) {
-		return nil, fmt.Errorf("core %d SBUF partition %d: the host's memory limit refuses the write", m.nc, p)
+		return nil, fmt.Errorf("core %d SBUF partition %d: the host's memory limit refuses the write", m.c.nc, p)
 	}
 	b, ok := mem.Local(pa, n)
 	if !ok {
-		return nil, fmt.Errorf("core %d SBUF partition %d: no memory at %#x", m.nc, p, pa)
+		return nil, fmt.Errorf("core %d SBUF partition %d: no memory at %#x", m.c.nc, p, pa)
 	}
 	return b, nil
 }

@@ -61,7 +61,7 @@ func TestTensorScalarResultReachesDMA(t *testing.T) {
 			t.Errorf("element %d copied as %v, want %v", i, got, float32(i)*3+0.5)
 		}
 	}
-	c.stopRun(r)
+	stopRun(r)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // A core reset clears PSUM and leaves SBUF, which is device memory.
 func TestResetClearsPSUM(t *testing.T) {
 	c := newTestChip(t, "trn1.2xlarge")
-	m := c.OnChip(1)
+	m := c.Core(1).OnChip()
 	for _, g := range []seq.Region{seq.SBUF, seq.PSUM} {
 		b, err := m.Partition(g, 5, 0, m.Active(g), true)
 		if err != nil {
@@ -131,13 +131,13 @@ func TestResetClearsPSUM(t *testing.T) {
 		}
 		b[0] = 7
 	}
-	c.ResetExec(1)
+	c.Core(1).ResetExec()
 	for g, want := range map[seq.Region]byte{seq.SBUF: 7, seq.PSUM: 0} {
 		if b, _ := m.Partition(g, 5, 0, m.Active(g), false); b[0] != want {
 			t.Errorf("%v after reset: %d, want %d", g, b[0], want)
 		}
 	}
-	if c.OnChip(0) == c.OnChip(1) || c.OnChip(2) != nil {
+	if c.Core(0).OnChip() == c.Core(1).OnChip() || c.Core(2) != nil {
 		t.Fatal("cores share memory, or a third core exists")
 	}
 }
@@ -157,13 +157,13 @@ func TestTensorScalarTouchesItsSpan(t *testing.T) {
 		Op0: seq.ALUMult, Imm0Src: seq.ImmPtr, Imm0: seq.Addr(seq.SBUF, 32, 0x800),
 	}
 	const want = channels * (0x210 - 0x1c0 + 12*4 + 4)
-	a, _ := c.SemArea(nc)
+	a, _ := c.Core(nc).Area()
 	r := runEngines(t, c, nc, map[seq.Engine]*seq.Image{
 		seq.DVE: seq.Assemble(0x1000, seq.NewWait(seq.WaitSemGE, gate, 1), seq.NewTensorScalar(ts), seq.NewRecord(seq.OpHalt)),
 	})
 	before := drv.touched.Load()
 	a.Apply(ReadWindow+4*gate, Set, 1)
-	c.WakeCore(nc)
+	c.Core(nc).Wake()
 	waitUntil(t, "DVE halts", func() bool { return r.seqs[seq.DVE].Status().State == seq.Halted })
 	if n := r.seqs[seq.DVE].Counts().NotEmulated; n != 0 {
 		t.Fatalf("%d records only counted: the test proves nothing", n)

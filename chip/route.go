@@ -58,9 +58,9 @@ func (c *Chip) socAliases() []dma.Alias {
 func (c *Chip) semEffects() []dma.Effect {
 	f := c.arch
 	var out []dma.Effect
-	for nc := range f.CoresPerDevice {
-		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSemaphore); ok {
-			out = append(out, dma.Effect{Range: dma.Range{Base: res.Offset, Size: res.Size}, Apply: func(off uint64, b []byte) { c.dmaSemWrite(nc, off, b) }})
+	for _, core := range c.cores {
+		if core.hasSem {
+			out = append(out, dma.Effect{Range: dma.Range{Base: core.sem.Offset, Size: core.sem.Size}, Apply: core.dmaWrite})
 		}
 	}
 	for ts := range f.TopSPsPerDevice {
@@ -73,18 +73,6 @@ func (c *Chip) semEffects() []dma.Effect {
 		}
 	}
 	return out
-}
-
-// dmaSemWrite is an engine's write of b at off in core nc's area. The
-// doorbell it may ring is served in a goroutine: the engine goes on with
-// its queue, as the chip's would.
-func (c *Chip) dmaSemWrite(nc int, off uint64, b []byte) {
-	a, ok := c.SemArea(nc)
-	if !ok {
-		return
-	}
-	applyWords(a, off, b, func(idx int, v uint32) { c.onSemIncrement(nc, uint32(idx), v, true) })
-	c.WakeCore(nc)
 }
 
 // applyWords performs the 32-bit stores b makes at off in area a, each

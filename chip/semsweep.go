@@ -34,7 +34,7 @@ func sweepPeriod(idle time.Duration) time.Duration {
 // sweepTarget is one polled area. Times are sweepClock readings.
 type sweepTarget struct {
 	area Area
-	nc   int          // the core whose doorbell increments ring; -1 for a TopSP
+	core *Core        // the core whose doorbell increments ring; nil for a TopSP
 	last atomic.Int64 // when a sweep last found a store
 	due  int64        // the next sweep (the sweeper's own)
 }
@@ -46,18 +46,16 @@ const neverStored = -1 << 62
 // to wall-clock steps.
 func sweepClock(epoch time.Time) int64 { return int64(time.Since(epoch)) }
 
-// initSweeps lists the chip's areas: the cores' first (indexed by
-// core), then the TopSPs'.
+// initSweeps lists the chip's areas: the cores' first, then the TopSPs'.
 func (c *Chip) initSweeps() {
-	f := c.arch
-	for nc := range f.CoresPerDevice {
-		if a, ok := c.SemArea(nc); ok {
-			c.sweeps = append(c.sweeps, &sweepTarget{area: a, nc: nc})
+	for _, core := range c.cores {
+		if core.sweep != nil {
+			c.sweeps = append(c.sweeps, core.sweep)
 		}
 	}
-	for ts := range f.TopSPsPerDevice {
+	for ts := range c.arch.TopSPsPerDevice {
 		if a, ok := c.TopSPSemArea(ts); ok {
-			c.sweeps = append(c.sweeps, &sweepTarget{area: a, nc: -1})
+			c.sweeps = append(c.sweeps, &sweepTarget{area: a})
 		}
 	}
 	for _, t := range c.sweeps {
@@ -65,27 +63,29 @@ func (c *Chip) initSweeps() {
 	}
 }
 
-// SweepCore applies pending window stores of core nc; increments may
-// ring the core's exec doorbell before it returns.
-func (c *Chip) SweepCore(nc int) {
-	if nc >= 0 && nc < len(c.sweeps) && c.sweeps[nc].nc == nc {
-		c.sweep(c.sweeps[nc], sweepClock(c.cfg.Epoch), false)
+// Sweep applies pending window stores of the core's area; increments may
+// ring its exec doorbell before it returns.
+func (c *Core) Sweep() {
+	if c.sweep != nil {
+		c.sweep.sweep(sweepClock(c.cfg.epoch), false)
 	}
 }
 
 // sweep applies t's pending stores; an async doorbell is served in a
 // goroutine.
-func (c *Chip) sweep(t *sweepTarget, now int64, async bool) {
+func (t *sweepTarget) sweep(now int64, async bool) {
 	found := false
 	t.area.Sweep(func(op Op, idx int, v uint32) {
 		found = true
-		if op == Inc && t.nc >= 0 {
-			c.onSemIncrement(t.nc, uint32(idx), v, async)
+		if op == Inc && t.core != nil {
+			t.core.onSemIncrement(uint32(idx), v, async)
 		}
 	})
 	if found {
 		t.last.Store(now)
-		c.WakeCore(t.nc)
+		if t.core != nil {
+			t.core.Wake()
+		}
 	}
 }
 
@@ -115,7 +115,7 @@ func RunSweeper(stop <-chan struct{}, log *logrus.Entry, epoch time.Time, chips 
 						}
 					}
 					if isOpen > 0 {
-						c.sweep(t, now, true)
+						t.sweep(now, true)
 					}
 					t.due = now + int64(sweepPeriod(time.Duration(now-t.last.Load())))
 				}

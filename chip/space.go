@@ -9,6 +9,7 @@ import (
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/nq"
 )
 
 // The chip's DMA address space and its engines.
@@ -59,7 +60,7 @@ func (c *Chip) initEngines() {
 		RingIDErrorsMasked: f.RingIDErrorsMasked,
 		Fault:              faults.DMA,
 		OnTransfer:         c.power.addBytes,
-		OnCopy:             c.copyObserver(),
+		OnCopy:             c.requests.copyObserver(c.cfg),
 		OnError: func(eng, qid int, status uint32) {
 			c.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
 			c.reportDMAAbort(eng, qid, status)
@@ -82,24 +83,28 @@ func (c *Chip) stopEngines() {
 	}
 }
 
-// CoreEngines returns the range [first, end) of core nc's engines.
-func (c *Chip) CoreEngines(nc int) (first, end int) {
-	per := c.arch.DMAEnginesPerCore
-	return nc * per, min((nc+1)*per, len(c.engines))
-}
-
-// ResetEngines brings core nc's engines back in the normal state with
-// every queue stopped and empty, whatever was queued on them (the DMA
+// ResetEngines brings the core's DMA engines back in the normal state
+// with every queue stopped and empty, whatever was queued on them (the DMA
 // side of a core reset).
-func (c *Chip) ResetEngines(nc int) {
-	first, end := c.CoreEngines(nc)
-	for eng := first; eng < end; eng++ {
-		e := c.engines[eng]
+func (c *Core) ResetEngines() {
+	for eng := c.engFirst; eng < c.engEnd; eng++ {
+		e := c.chip.engine(eng)
 		for q := range dma.QueuesPerEngine {
 			e.DisableQueue(q)
 		}
 		e.SetState(dmadesc.StateNormal)
 	}
+}
+
+// reportDMAAbort writes an error record for a queue that stopped on an
+// error into its core's ERROR queue and counts it in sysfs.
+func (c *Chip) reportDMAAbort(eng, qid int, status uint32) {
+	core := c.Core(eng / c.arch.DMAEnginesPerCore)
+	if core == nil {
+		return // an h2t engine: no core of its own
+	}
+	core.notific.Emit(nq.ErrorSlot, nq.DMAAbortRecord(eng, qid, status))
+	c.drv.Count(core.nc, "status/hw_dma_abort_error", 1)
 }
 
 // KickEngines restarts every queue that has work (after a fault cleared).

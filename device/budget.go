@@ -51,8 +51,9 @@ func (s *System) Budget(cmd uint32) time.Duration {
 func (s *System) OpenBudget() time.Duration { return withSlack(s.resetBudget()) }
 
 // FlushBudget is Budget for the flush of a device file: a process's last
-// flush waits for the reset it asked for, then releases what it held.
-func (s *System) FlushBudget() time.Duration { return withSlack(s.resetBudget()) }
+// flush waits for the reset it asked for, for the cores' runs when it was
+// the last process (orphanruns.go), then releases what it held.
+func (s *System) FlushBudget() time.Duration { return withSlack(s.resetBudget() + stopRunsWait) }
 
 // ReleaseBudget is Budget for the release of a device file, which never
 // waits.

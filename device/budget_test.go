@@ -44,7 +44,7 @@ func TestBudgets(t *testing.T) {
 	if got, want := s.Budget(0xdead), withSlack(defaultBudget); s.CommandName(0xdead) != "" || got != want {
 		t.Errorf("unknown command: %q %v", s.CommandName(0xdead), got)
 	}
-	if s.OpenBudget() != withSlack(s.resetBudget()) || s.FlushBudget() != s.OpenBudget() || s.ReleaseBudget() != withSlack(defaultBudget) {
+	if s.OpenBudget() != withSlack(s.resetBudget()) || s.FlushBudget() != withSlack(s.resetBudget()+stopRunsWait) || s.ReleaseBudget() != withSlack(defaultBudget) {
 		t.Errorf("open %v flush %v release %v", s.OpenBudget(), s.FlushBudget(), s.ReleaseBudget())
 	}
 }

@@ -33,7 +33,7 @@ func (h *chipHost) Allocation(pa uint64) (base, size uint64, ok bool) {
 // never rang with DMA_QUEUE_COPY_START (the exec queues).
 func (h *chipHost) DeviceDrivenQueues(nc int) [][2]int {
 	d := h.d
-	first, end := d.chip.CoreEngines(nc)
+	first, end := d.chip.Core(nc).Engines()
 	var out [][2]int
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -12,7 +12,7 @@ import (
 // each one is, what it waits for, and how many records it issued and how
 // many of those only had their events honoured (arithmetic that is not
 // emulated). A core whose every running engine waits, with no DMA of the
-// core moving, is marked blocked (chip.Chip.Blocked), the hang a device
+// core moving, is marked blocked (chip.Core.Blocked), the hang a device
 // can only time out on. The driver has no such file.
 const CoresFile = "cores"
 
@@ -22,8 +22,9 @@ func (s *System) coresStatus() string {
 	var b strings.Builder
 	for _, d := range s.Devices {
 		for nc := 0; nc < s.Arch.CoresPerDevice && nc < maxCoreSlots; nc++ {
-			_, blocked := d.chip.Blocked(nc)
-			writeCore(&b, d.Name(), nc, d.chip.EngineReports(nc), blocked)
+			core := d.chip.Core(nc)
+			_, blocked := core.Blocked()
+			writeCore(&b, d.Name(), nc, core.EngineReports(), blocked)
 		}
 	}
 	return b.String()

@@ -400,8 +400,9 @@ func (s *dmaState) reinit(ncMap uint32) {
 		if ncMap != ncMapDevice && ncMap&(1<<c) == 0 {
 			continue
 		}
-		d.chip.ResetEngines(c)
-		first, end := d.chip.CoreEngines(c)
+		core := d.chip.Core(c)
+		core.ResetEngines()
+		first, end := core.Engines()
 		d.mu.Lock()
 		for eng := first; eng < end; eng++ {
 			for q := range dma.QueuesPerEngine {

@@ -67,12 +67,12 @@ func testNeighbourWindowReachesPeer(t *testing.T, instance string) {
 		if !d0.chip.Mem().Write(peer(w.addr), word(w.v)) {
 			t.Fatalf("write to %#x refused", w.addr)
 		}
-		a, _ := d1.chip.SemArea(1)
+		a, _ := d1.chip.Core(1).Area()
 		if got := a.Semaphore(idx); got != w.want {
 			t.Errorf("after %d at %#x: semaphore %d, want %d", w.v, w.addr, got, w.want)
 		}
 	}
-	if a, _ := d0.chip.SemArea(1); a.Semaphore(idx) != 0 {
+	if a, _ := d0.chip.Core(1).Area(); a.Semaphore(idx) != 0 {
 		t.Error("the issuing device's semaphore changed")
 	}
 	// Core 1's state buffer at its SoC address is the memory its SBUF
@@ -85,7 +85,7 @@ func testNeighbourWindowReachesPeer(t *testing.T, instance string) {
 	// The mmap offset of core 3's area is an address of its own.
 	res, _ := f.LookupMmapResource(dhal.BlockTPB, 3, dhal.ResourceSemaphore)
 	d1.chip.Mem().Write(res.Offset+uint64(dhal.TPBSemIncOffset-dhal.TPBEventsOffset)+4*7, word(9))
-	if a, _ := d1.chip.SemArea(3); a.Semaphore(7) != 9 {
+	if a, _ := d1.chip.Core(3).Area(); a.Semaphore(7) != 9 {
 		t.Errorf("core 3 semaphore 7 = %d after a local DMA increment of 9", a.Semaphore(7))
 	}
 	// TopSP semaphores act the same way (no doorbell behind them).
@@ -128,7 +128,7 @@ func TestNeighbourWindowWithoutPeer(t *testing.T) {
 	}
 	// A local semaphore write acts on V2 too.
 	v2.Devices[0].chip.Mem().Write(v2.Arch.TPBSoCBase(1)+dhal.TPBSemIncOffset+4*9, word(6))
-	if a, _ := v2.Devices[0].chip.SemArea(1); a.Semaphore(9) != 6 {
+	if a, _ := v2.Devices[0].chip.Core(1).Area(); a.Semaphore(9) != 6 {
 		t.Errorf("V2 core 1 semaphore 9 = %d after a DMA increment of 6", a.Semaphore(9))
 	}
 }

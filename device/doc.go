@@ -35,8 +35,11 @@
 // pointer back to their Device; none has a lock of its own.
 //
 // The silicon is package chip: each Device holds one *chip.Chip (memory,
-// engines, BAR0 and firmware, notification blocks, semaphores, doorbells,
-// sequencers) and answers what the chip asks of the driver through
-// chipHost (chiphost.go). Handlers reach the hardware only through the
-// chip's methods; the chip never imports device.
+// engines, BAR0 and firmware) with one chip.Core per NeuronCore
+// (semaphores and events, doorbell, notification block, sequencers), and
+// answers what the chip asks of the driver through chipHost
+// (chiphost.go). Handlers reach the hardware only through the chip's and
+// the cores' methods, and never compute a chip offset (a semaphore
+// command names the window and index; the core knows where they lie);
+// the chip never imports device.
 package device

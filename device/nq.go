@@ -12,7 +12,7 @@ import (
 // hardware writes and the runtime polls through a mapping. The rings are
 // allocated and kept as the driver keeps them (until the core is reset)
 // and bound to their NOTIFIC slot, where the emulated chip writes records
-// (the chip's NOTIFIC blocks, chip/bar0.go and chip/exec.go).
+// (the chip's NOTIFIC blocks, chip/bar0.go and chip/doorbell.go).
 
 const (
 	maxNQ          = 96 // MAX_NQ_SUPPORTED

@@ -88,6 +88,18 @@ func (d *Device) detach(ctx context.Context, caller Caller, gone bool) bool {
 		p.count-- // the process opened the device again meanwhile
 		return false
 	}
+	if d.lastAttachedLocked(tgid) {
+		// Nobody will be left to ring the cores: their runs end before the
+		// memory they fetch from goes. The wait releases the lock.
+		d.stopOrphanRunsLocked(ctx)
+		if p = d.procs.find(tgid); p == nil {
+			return false
+		}
+		if !gone && p.count > 1 {
+			p.count--
+			return false
+		}
+	}
 	d.releaseProcessLocked(tgid)
 	*p = process{}
 	d.wait.notifyLocked()

@@ -88,7 +88,7 @@ func (e *resetEngine) startLocked(ncMap, id uint32) Result {
 			d.nq.destroyLocked(c)
 			if c < d.sys.Arch.CoresPerDevice {
 				d.h2t.releaseCoreLocked(c)
-				d.chip.ResetExec(c)
+				d.chip.Core(c).ResetExec()
 			}
 			if c < d.sys.Arch.CoresPerDevice {
 				d.metrics.Add(c, "other_info/reset_req_count", 1)

@@ -7,7 +7,8 @@ import (
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
-// The semaphore and event commands, over the chip's areas (chip/semareas.go).
+// The semaphore and event commands, over the core's area: the core knows
+// where its windows lie (chip/hostsem.go).
 
 // semOps maps the write commands to the window they write.
 var semOps = map[uint32]chip.Op{
@@ -21,21 +22,20 @@ func semaphoreOp(r *Request, v *ioctl.Semaphore) Result {
 	if res := validCore(s, v.NCID); res != 0 {
 		return res
 	}
-	idx := uint16(v.SemaphoreIndex)
+	idx := int(uint16(v.SemaphoreIndex))
 	if idx >= chip.Semaphores {
 		return Errno(syscall.EINVAL)
 	}
-	d := r.Dev()
-	d.chip.SweepCore(int(v.NCID))
+	core := r.Dev().chip.Core(int(v.NCID))
 	if op, ok := semOps[r.Cmd]; ok {
-		d.chip.ApplySem(int(v.NCID), chip.ReadWindow+uint64(op)*chip.WindowStride+4*uint64(idx), op, v.Value)
+		core.WriteSemaphore(op, idx, v.Value)
 		return 0
 	}
-	a, ok := d.chip.SemArea(int(v.NCID))
+	val, ok := core.ReadSemaphore(idx)
 	if !ok {
 		return Errno(syscall.EINVAL)
 	}
-	v.Value = a.Semaphore(int(idx))
+	v.Value = val
 	return copyOut(r, r.Arg, v)
 }
 
@@ -43,29 +43,21 @@ func semaphoreOp(r *Request, v *ioctl.Semaphore) Result {
 // and computes a register address); a core the device lacks reads 0 and
 // ignores writes here.
 func eventOp(r *Request, v *ioctl.Event) Result {
-	idx := uint16(v.EventIndex)
+	idx := int(uint16(v.EventIndex))
 	if idx > chip.Events {
 		return Errno(syscall.EINVAL)
 	}
-	d := r.Dev()
-	nc := int(uint8(v.NCID))
-	var a chip.Area
-	ok := false
-	if nc < d.sys.Arch.CoresPerDevice {
-		a, ok = d.chip.SemArea(nc)
-	}
-	if ok {
-		if r.Cmd == ioctl.CmdEventGet {
-			v.Value = a.Event(int(idx))
-		} else {
-			a.SetEvent(int(idx), v.Value)
-			d.chip.WakeCore(nc)
+	core := r.Dev().chip.Core(int(uint8(v.NCID)))
+	switch {
+	case r.Cmd != ioctl.CmdEventGet:
+		if core != nil {
+			core.WriteEvent(idx, v.Value)
 		}
-	} else if r.Cmd == ioctl.CmdEventGet {
+		return 0
+	case core != nil:
+		v.Value = core.ReadEvent(idx)
+	default:
 		v.Value = 0
 	}
-	if r.Cmd == ioctl.CmdEventGet {
-		return copyOut(r, r.Arg, v)
-	}
-	return 0
+	return copyOut(r, r.Arg, v)
 }

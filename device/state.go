@@ -143,7 +143,7 @@ func (d *Device) snapshot() DeviceState {
 			total, _, _ := d.metrics.Value(nc, "other_info/"+name)
 			putNonZero(cs.Counters, name, total)
 		}
-		if a, ok := d.chip.SemArea(nc); ok {
+		if a, ok := d.chip.Core(nc).Area(); ok {
 			for i := range chip.Semaphores {
 				putNonZero(cs.Semaphores, fmt.Sprint(i), a.Semaphore(i))
 			}
@@ -151,7 +151,7 @@ func (d *Device) snapshot() DeviceState {
 				putNonZero(cs.Events, fmt.Sprint(i), a.Event(i))
 			}
 		}
-		for _, q := range d.chip.NQSlots(nc) {
+		for _, q := range d.chip.Core(nc).NQSlots() {
 			cs.Queues = append(cs.Queues, QueueState{Slot: q.Slot, Size: q.Size, Head: q.Head, Tail: q.Tail, Enabled: q.Enabled, Records: q.Records})
 		}
 		ds.Cores = append(ds.Cores, cs)

@@ -107,7 +107,7 @@ func (c *progClient) waitStates(n int, st seq.State) {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ss := c.sys.Device(0).Chip().EngineStatus(progCore)
+		ss := c.sys.Device(0).Chip().Core(progCore).EngineStatus()
 		ok := len(ss) == n
 		for _, s := range ss {
 			ok = ok && s.State == st
@@ -203,7 +203,7 @@ func TestExecProgramGarbage(t *testing.T) {
 	if rec[3]&0x1f != 0x1f || rec[4] != seq.ErrorIDSequencerFatal || rec[5] != byte(seq.PE) {
 		t.Errorf("error record %x, want TPB_ERROR, SEQUENCER_FATAL, engine PE", rec)
 	}
-	st := c.sys.Device(0).Chip().EngineStatus(progCore)
+	st := c.sys.Device(0).Chip().Core(progCore).EngineStatus()
 	if len(st) != seq.NumEngines || st[0].State != seq.Faulted {
 		t.Fatalf("engines after garbage: %v", st)
 	}
@@ -222,7 +222,7 @@ func TestExecProgramResetEndsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitStates(2, seq.Waiting)
-	for _, s := range c.sys.Device(0).Chip().EngineStatus(progCore) {
+	for _, s := range c.sys.Device(0).Chip().Core(progCore).EngineStatus() {
 		if s.Wait.Idx != 7 || !s.Wait.Semaphore {
 			t.Errorf("%v: waits for the wrong thing", s)
 		}

@@ -184,7 +184,7 @@ const (
 // budget is longer than the default: pod commands) go to a worker. Buffer
 // copies and memsets run inline: they never wait for another caller, and
 // their time is that of the copy itself. So do exec doorbells: a doorbell
-// does not wait for the run it starts (chip/exec.go).
+// does not wait for the run it starts (chip/doorbell.go).
 func (f *FS) offload(opcode uint32, opIn []byte) bool {
 	switch opcode {
 	case fuseLookup, fuseForget, fuseGetattr, fuseReadlink, fuseRead, fuseStatfs, fuseRelease, fuseGetxattr,

@@ -28,11 +28,43 @@ func (h Hang) String() string {
 	return fmt.Sprintf("core %d: %s", h.Core, strings.Join(parts, "; "))
 }
 
-// Blocked reports core nc's hang; false when it has no staged run, an
+// EngineReport is one sequencer's state and counts.
+type EngineReport struct {
+	Status seq.Status
+	Counts seq.Counts
+}
+
+// EngineReports snapshots the core's current (or last) staged run; nil
+// when none ran.
+func (c *Core) EngineReports() []EngineReport {
+	r := c.current()
+	if r == nil {
+		return nil
+	}
+	var out []EngineReport
+	for _, sq := range r.seqs {
+		if sq != nil {
+			out = append(out, EngineReport{sq.Status(), sq.Counts()})
+		}
+	}
+	return out
+}
+
+// EngineStatus reports the core's engines as its last staged run left
+// them; empty when none ran.
+func (c *Core) EngineStatus() []seq.Status {
+	var out []seq.Status
+	for _, e := range c.EngineReports() {
+		out = append(out, e.Status)
+	}
+	return out
+}
+
+// Blocked reports the core's hang; false when it has no staged run, an
 // engine still runs, or a DMA queue of the core still moves.
-func (c *Chip) Blocked(nc int) (Hang, bool) {
-	h := Hang{Core: nc}
-	for _, e := range c.EngineReports(nc) {
+func (c *Core) Blocked() (Hang, bool) {
+	h := Hang{Core: c.nc}
+	for _, e := range c.EngineReports() {
 		switch e.Status.State {
 		case seq.Running:
 			return Hang{}, false
@@ -40,7 +72,7 @@ func (c *Chip) Blocked(nc int) (Hang, bool) {
 			h.Waiting = append(h.Waiting, e.Status)
 		}
 	}
-	if len(h.Waiting) == 0 || c.coreDMAMoving(nc) {
+	if len(h.Waiting) == 0 || c.dmaMoving() {
 		return Hang{}, false
 	}
 	return h, true
@@ -50,22 +82,21 @@ func (c *Chip) Blocked(nc int) (Hang, bool) {
 // (Blocked), in core order; the slow-request log names them.
 func (c *Chip) BlockedCores() []Hang {
 	var out []Hang
-	for nc := range min(c.arch.CoresPerDevice, MaxCores) {
-		if h, ok := c.Blocked(nc); ok {
+	for _, core := range c.cores {
+		if h, ok := core.Blocked(); ok {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// coreDMAMoving reports whether a queue of core nc's DMA engines has work
-// in flight: a worker copying, or descriptors rung and not yet done on an
+// dmaMoving reports whether a queue of the core's DMA engines has work in
+// flight: a worker copying, or descriptors rung and not yet done on an
 // enabled queue (a stalled queue resumes when the stall lifts; an aborted
 // one never does).
-func (c *Chip) coreDMAMoving(nc int) bool {
-	per := c.arch.DMAEnginesPerCore
-	for id := nc * per; id < (nc+1)*per; id++ {
-		e := c.Engine(id)
+func (c *Core) dmaMoving() bool {
+	for id := c.engFirst; id < c.engEnd; id++ {
+		e := c.chip.engine(id)
 		if e == nil {
 			return false
 		}

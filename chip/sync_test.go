@@ -28,7 +28,7 @@ func withoutSemArea(t *testing.T, c *Chip, nc int) {
 		c.mem.Close()
 		c.mem = orig
 	})
-	if _, ok := c.SemArea(nc); ok {
+	if _, ok := c.Core(nc).Area(); ok {
 		t.Fatal("the area is still reachable")
 	}
 }
@@ -50,10 +50,10 @@ func TestCoreSyncSharedWithoutArea(t *testing.T) {
 			t.Errorf("%v when the run returned: %v", e, st)
 		}
 	}
-	if v := r.syncs[seq.ACT].Semaphore(10); v != 1 {
+	if v := c.Core(nc).Semaphore(10); v != 1 {
 		t.Errorf("semaphore 10 as ACT sees it = %d, want PE's 1", v)
 	}
-	if n := c.progs.cores[nc].nparked.Load(); n != 0 {
+	if n := c.cores[nc].runs.nparked.Load(); n != 0 {
 		t.Errorf("%d engines still parked", n)
 	}
 }

@@ -30,20 +30,20 @@ func (d *stallDriver) Faults() Faults {
 // runEngines runs imgs on core nc's sequencers as a staged run does, over
 // the core's semaphores; the run is stopped at the test's end.
 func runEngines(t *testing.T, c *Chip, nc int, imgs map[seq.Engine]*seq.Image) *seqRun {
-	r := &seqRun{nc: nc, done: make(chan struct{})}
+	core := c.Core(nc)
+	r := &seqRun{done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for e, img := range imgs {
-		r.syncs[e] = c.coreSync(nc)
-		r.seqs[e] = seq.New(c.seqConfig(nc, e, r.syncs[e], nil))
+		r.seqs[e] = seq.New(core.seqConfig(e, nil))
 		r.progs[e] = seq.ImageProgram(img)
 	}
 	r.live.Store(int32(len(imgs)))
-	cr := &c.progs.cores[nc]
+	cr := &core.runs
 	cr.mu.Lock()
 	cr.cur = r
 	cr.mu.Unlock()
-	c.startRun(nc, r)
-	t.Cleanup(func() { c.stopRun(r) })
+	core.startRun(r)
+	t.Cleanup(func() { stopRun(r) })
 	return r
 }
 
@@ -74,7 +74,7 @@ func TestBlockedCore(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Stop(); c.Close() })
 	const nc = 1
-	if _, ok := c.Blocked(nc); ok {
+	if _, ok := c.Core(nc).Blocked(); ok {
 		t.Fatal("blocked without a run")
 	}
 	if hs := c.BlockedCores(); len(hs) != 0 {
@@ -87,7 +87,7 @@ func TestBlockedCore(t *testing.T) {
 		seq.POOL: seq.Assemble(poolBase, seq.NewRecord(seq.OpHalt)),
 	})
 	var h Hang
-	waitUntil(t, "PE and ACT blocked", func() (ok bool) { h, ok = c.Blocked(nc); return ok && len(h.Waiting) == 2 })
+	waitUntil(t, "PE and ACT blocked", func() (ok bool) { h, ok = c.Core(nc).Blocked(); return ok && len(h.Waiting) == 2 })
 	s := h.String()
 	for _, want := range []string{"core 1: ", "PE waits at 0x1000", "for semaphore 7 >= 1 (now 0)", "; ACT waits at 0x2000", "for semaphore 8 >= 1 (now 0)"} {
 		if !strings.Contains(s, want) {
@@ -125,17 +125,17 @@ func TestBlockedCore(t *testing.T) {
 	if st := eng.QueueState(0, dma.TX); st.Head == st.Tail {
 		t.Fatalf("the stalled queue has nothing pending (%+v): the test proves nothing", st)
 	}
-	if _, ok := c.Blocked(nc); ok {
+	if _, ok := c.Core(nc).Blocked(); ok {
 		t.Error("blocked while a copy of the core is in flight")
 	}
 	drv.stall.Store(false)
 	eng.Kick()
-	waitUntil(t, "blocked again once the copy is done", func() bool { _, ok := c.Blocked(nc); return ok })
+	waitUntil(t, "blocked again once the copy is done", func() bool { _, ok := c.Core(nc).Blocked(); return ok })
 
 	// ACT released: it loops, running, so the core is not blocked.
-	c.coreSync(nc).UpdateSemaphore(8, seq.SemSet, 1)
-	waitUntil(t, "ACT running", func() bool { return c.progs.cores[nc].cur.seqs[seq.ACT].Status().State == seq.Running })
-	if h, ok := c.Blocked(nc); ok {
+	c.Core(nc).UpdateSemaphore(8, seq.SemSet, 1)
+	waitUntil(t, "ACT running", func() bool { return c.cores[nc].runs.cur.seqs[seq.ACT].Status().State == seq.Running })
+	if h, ok := c.Core(nc).Blocked(); ok {
 		t.Errorf("blocked while ACT runs: %v", h)
 	}
 }

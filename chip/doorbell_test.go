@@ -24,7 +24,7 @@ func TestDoorbellWritesInferRecords(t *testing.T) {
 	c.ProgramNQ(false, nc, dhal.InferStatusSlot, base, records*nq.RecordSize)
 	// The runtime enables the queue through BAR0, as on the hardware.
 	c.BAR0().Write32(c.arch.NotificationBlock(nc)+dhal.NotificEnable, 1<<dhal.InferStatusSlot)
-	c.ApplySem(nc, ReadWindow+uint64(Inc)*WindowStride+4*3, Inc, DoorbellRun)
+	c.Core(nc).Apply(ReadWindow+uint64(Inc)*WindowStride+4*3, Inc, DoorbellRun)
 
 	code := func(i int) uint16 { return binary.LittleEndian.Uint16(ring[i*nq.RecordSize+6:]) }
 	deadline := time.Now().Add(10 * time.Second)
@@ -40,7 +40,7 @@ func TestDoorbellWritesInferRecords(t *testing.T) {
 	if n := drv.inferences.Load(); n != 1 {
 		t.Errorf("%d executions counted, want 1", n)
 	}
-	if a, _ := c.SemArea(nc); a.Semaphore(3) != DoorbellRun {
+	if a, _ := c.Core(nc).Area(); a.Semaphore(3) != DoorbellRun {
 		t.Errorf("semaphore 3 is %d after the increment, want %d", a.Semaphore(3), DoorbellRun)
 	}
 }

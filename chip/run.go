@@ -2,6 +2,7 @@ package chip
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -12,38 +13,38 @@ import (
 )
 
 // Staged programs. A doorbell that finds a delivered exec request
-// (execreq.go) starts one sequencer per engine with an image, each at
+// (request.go) starts one sequencer per engine with an image, each at
 // its address, over the device's memory and the core's semaphores and
 // events; their notifications go to the engines' INFER_STATUS queues and
 // their faults to the core's ERROR queue, in place of the semantic
 // START/END. The doorbell runs them as far as they go without waiting
-// (execsched.go); the runs go on after it returns: a program loops back
-// to its wait gate, and the next doorbell's increment releases it.
-// NC_RESET and the device's close end them, whatever they wait for.
+// (sched.go); the runs go on after it returns: a program loops back to
+// its wait gate, and the next doorbell's increment releases it.
+// NC_RESET, the last process leaving the device and the device's close
+// end them, whatever they wait for.
 
-// programs are the device's sequenced executions.
-type programs struct {
-	cores [MaxCores]coreRuns
-	wg    sync.WaitGroup // every engine of every run, until it ended
-}
-
-// coreRuns is one core's sequenced execution.
+// coreRuns is the core's sequenced execution.
 type coreRuns struct {
 	wake seq.Waker // closed on every store to the core's semaphores and events
 
 	mu      lockrank.Mutex[lockrank.Exec] // guards cur, parked, runner; never held across a record
 	cur     *seqRun
-	parked  []*engineRun // engines blocked at a wait, run by nobody (execsched.go)
+	parked  []*engineRun // engines blocked at a wait, run by nobody (sched.go)
 	nparked atomic.Int32 // len(parked), read without mu
 	runner  *runner      // the doorbell running the core's engines, if any
+	wg      sync.WaitGroup
 
-	spareOnce sync.Once
-	spare     Area // the engines' area when the core's own is unreachable (coreArea)
+	// checking: the core checks a parked engine's wait under mu, so a
+	// change that check makes (an event it takes) is only noted (due) and
+	// woken once mu is released (sync.go).
+	checking, due atomic.Bool
+
+	areaOnce sync.Once
+	area     Area // the engines' area: the core's, or a spare when it is unreachable (sync.go)
 }
 
 // seqRun is one request's engines.
 type seqRun struct {
-	nc     int
 	req    execRequest
 	ctx    context.Context // ends at NC_RESET, a replacing request or close
 	cancel context.CancelFunc
@@ -51,7 +52,6 @@ type seqRun struct {
 	live   atomic.Int32  // engines still running
 	seqs   [seq.NumEngines]*seq.Sequencer
 	progs  [seq.NumEngines]seq.Program
-	syncs  [seq.NumEngines]*areaSync // each engine's view of the core's semaphores
 }
 
 // alive reports whether r still has a running engine and was not
@@ -67,21 +67,25 @@ func (r *seqRun) engineDone() {
 	}
 }
 
-// runPrograms serves a doorbell of core nc with its staged programs, and
+// current returns the core's current (or last) run.
+func (c *Core) current() *seqRun {
+	c.runs.mu.Lock()
+	defer c.runs.mu.Unlock()
+	return c.runs.cur
+}
+
+// runPrograms serves a doorbell with the core's staged programs, and
 // reports whether it did; false leaves the doorbell its semantic answer.
 // A doorbell without a new request belongs to a program still running
 // (its gate takes the increment); one with a request for the images
 // already running does too; a request for other images replaces them.
-func (c *Chip) runPrograms(nc int) bool {
-	req := c.takeExecRequest(nc)
-	if nc >= MaxCores || nc >= len(c.coreNQ) {
-		return false
-	}
-	cr := &c.progs.cores[nc]
+func (c *Core) runPrograms() bool {
+	req := c.takeRequest()
 	var r *seqRun
 	if req != nil {
-		r = c.newSeqRun(nc, req)
+		r = c.newSeqRun(req)
 	}
+	cr := &c.runs
 	cr.mu.Lock()
 	cur := cr.cur
 	if req == nil || (r != nil && cur.alive() && cur.req == r.req) {
@@ -92,32 +96,30 @@ func (c *Chip) runPrograms(nc int) bool {
 		if !cur.alive() {
 			return false
 		}
-		c.drv.Count(nc, "other_info/inference_count", 1)
-		c.runInline(nc, nil) // what the increment released
+		c.chip.count(c.nc, "other_info/inference_count", 1)
+		c.runInline(nil) // what the increment released
 		return true
 	}
 	cr.cur = r
 	cr.mu.Unlock()
-	c.stopRun(cur)
+	stopRun(cur)
 	if r == nil {
 		return false // a request naming no image: the semantic answer
 	}
-	c.drv.Count(nc, "other_info/inference_count", 1)
-	c.startRun(nc, r)
+	c.chip.count(c.nc, "other_info/inference_count", 1)
+	c.startRun(r)
 	return true
 }
 
 // newSeqRun prepares a run of req's images; nil if it names none.
-func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
-	r := &seqRun{nc: nc, req: *req, done: make(chan struct{})}
+func (c *Core) newSeqRun(req *execRequest) *seqRun {
+	r := &seqRun{req: *req, done: make(chan struct{})}
 	n := int32(0)
 	for e, addr := range req.addr {
 		if addr == 0 {
 			continue
 		}
-		eng := seq.Engine(e)
-		r.syncs[e] = c.coreSync(nc)
-		r.seqs[e] = seq.New(c.seqConfig(nc, eng, r.syncs[e], func(no seq.Notification) { c.seqNotify(nc, r, no) }))
+		r.seqs[e] = seq.New(c.seqConfig(seq.Engine(e), func(no seq.Notification) { c.seqNotify(r, no) }))
 		r.progs[e] = c.seqProgram(addr)
 		n++
 	}
@@ -130,40 +132,39 @@ func (c *Chip) newSeqRun(nc int, req *execRequest) *seqRun {
 	return r
 }
 
-// seqConfig is what engine e of core nc runs with: the core's
-// semaphores (sync), registers and on-chip memory, the trace, and notify.
-func (c *Chip) seqConfig(nc int, e seq.Engine, sync seq.Sync, notify func(seq.Notification)) seq.Config {
-	return seq.Config{Engine: e, Sync: sync, CSR: c.coreCSR(nc), Tracer: c.engineTracer(nc, e), OnChip: c.OnChip(nc), Notify: notify}
+// seqConfig is what engine e runs with: the core's semaphores and
+// registers (the core itself), its on-chip memory, the trace, and notify.
+func (c *Core) seqConfig(e seq.Engine, notify func(seq.Notification)) seq.Config {
+	return seq.Config{Engine: e, Sync: c, CSR: c, Tracer: c.chip.tracer(c.nc, e), OnChip: c.onchip, Notify: notify}
 }
 
 // startRun runs r's engines: as far as they go in the doorbell's
-// goroutine, then each in its own (execsched.go).
-func (c *Chip) startRun(nc int, r *seqRun) {
+// goroutine, then each in its own (sched.go).
+func (c *Core) startRun(r *seqRun) {
 	var start []*engineRun
 	for e, s := range r.seqs {
 		if s == nil {
 			continue
 		}
-		c.progs.wg.Add(1)
-		er := &engineRun{r: r, e: seq.Engine(e), sy: r.syncs[e]}
-		start = append(start, er)
+		c.runs.wg.Add(1)
+		start = append(start, &engineRun{r: r, e: seq.Engine(e)})
 	}
 	if r.ctx.Err() != nil { // reset before it started: the engines stay idle
 		for range start {
 			r.engineDone()
-			c.progs.wg.Done()
+			c.runs.wg.Done()
 		}
 		return
 	}
 	for _, e := range start {
 		e.x = r.seqs[e.e].Start(r.progs[e.e])
 	}
-	context.AfterFunc(r.ctx, func() { c.stopParked(nc, r) })
-	c.runInline(nc, start)
+	context.AfterFunc(r.ctx, func() { c.stopParked(r) })
+	c.runInline(start)
 }
 
 // stopRun ends r's engines and waits until they returned.
-func (c *Chip) stopRun(r *seqRun) {
+func stopRun(r *seqRun) {
 	if r == nil {
 		return
 	}
@@ -172,43 +173,54 @@ func (c *Chip) stopRun(r *seqRun) {
 	<-r.done
 }
 
-// cancelPrograms ends core nc's run without waiting (NC_RESET, under the
+// cancelRuns ends the core's run without waiting (NC_RESET, under the
 // device lock); a delivered request not yet served is dropped. The run
 // stays the core's last, for EngineStatus.
-func (c *Chip) cancelPrograms(nc int) {
-	if nc >= MaxCores {
-		return
-	}
-	c.execReq.pending[nc].Store(nil)
-	cr := &c.progs.cores[nc]
-	cr.mu.Lock()
-	r := cr.cur
-	cr.mu.Unlock()
-	if r != nil {
+func (c *Core) cancelRuns() {
+	c.request.Store(nil)
+	if r := c.current(); r != nil {
 		r.cancel()
 	}
 }
 
-// stopPrograms ends every run of the device and waits for all their
-// engines, those a reset cancelled included: nothing may fetch from the
-// device's memory once it closes.
-func (c *Chip) stopPrograms() {
-	for nc := range c.progs.cores {
-		c.cancelPrograms(nc)
+// StopRuns ends the core's staged run as a core reset does, but clears
+// nothing else (PSUM, a halt, queued doorbells stay), and waits until its
+// engines returned or ctx ends: the driver calls it when nobody is left
+// who could ring the core again, before it frees the memory they fetch
+// from. The caller holds no lock.
+func (c *Core) StopRuns(ctx context.Context) error {
+	c.cancelRuns()
+	r := c.current()
+	if r == nil {
+		return nil
 	}
+	lockrank.AssertUnlocked("exec: stopping a core's orphaned engines")
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("core %d: engines still running: %w", c.nc, ctx.Err())
+	}
+}
+
+// stopAll ends the core's runs and waits for all their engines, those a
+// reset cancelled included: nothing may fetch from the device's memory
+// once it closes.
+func (c *Core) stopAll() {
+	c.cancelRuns()
 	lockrank.AssertUnlocked("exec: stopping the device's engines")
-	c.progs.wg.Wait()
+	c.runs.wg.Wait()
 }
 
 // seqNotify writes an engine's notification into the core's queues: an
 // explicit one or a debug_cmd START/END into the engine's INFER_STATUS
 // queue, a fault into the ERROR queue. A run being stopped writes nothing
 // more.
-func (c *Chip) seqNotify(nc int, r *seqRun, n seq.Notification) {
+func (c *Core) seqNotify(r *seqRun, n seq.Notification) {
 	if r.ctx.Err() != nil {
 		return
 	}
-	b := c.coreNQ[nc]
+	b := c.notific
 	slot := dhal.InferStatusSlot + int(n.Engine)
 	switch n.Kind {
 	case seq.NotifyExplicit:

@@ -12,7 +12,7 @@ import (
 
 // Who runs a core's engines. An engine whose wait does not hold parks:
 // no goroutine keeps it, the core lists it. A store to the core's
-// semaphores or events (WakeCore) re-checks the parked engines and hands
+// semaphores or events (Wake) re-checks the parked engines and hands
 // those it released to goroutines of their own. A doorbell instead runs
 // the engines it releases in its own goroutine (runInline): one after
 // another, each until it waits, ends or used its share, taking along the
@@ -32,27 +32,17 @@ const (
 	// inlineShare is how many records one engine runs before the next
 	// engine's turn, so engines that poll each other all go on.
 	inlineShare = 256
+	// maxRecords lets an engine's own goroutine run until its sequencer's
+	// yield interval.
+	maxRecords = math.MaxInt
 )
 
 // engineRun is one engine of a run, owned by one goroutine at a time or
 // parked.
 type engineRun struct {
-	r  *seqRun
-	e  seq.Engine
-	x  *seq.Exec
-	sy *areaSync
-}
-
-// ready re-checks e's wait under cr.mu; a change the check made (an event
-// it took) sets due: the caller wakes the core once cr.mu is released.
-func (e *engineRun) ready(due *bool) bool {
-	e.sy.held = true
-	ok := e.x.Ready()
-	e.sy.held = false
-	if e.sy.due {
-		e.sy.due, *due = false, true
-	}
-	return ok
+	r *seqRun
+	e seq.Engine
+	x *seq.Exec
 }
 
 // runner is a doorbell running its core's engines (runInline): engines
@@ -61,14 +51,25 @@ type runner struct {
 	ready []*engineRun
 }
 
-// WakeCore releases core nc's engines whose wait now holds: call it after
+// ready re-checks e's wait under runs.mu; a change the check made (an
+// event it took) sets due: the caller wakes the core once runs.mu is
+// released.
+func (c *Core) ready(e *engineRun, due *bool) bool {
+	cr := &c.runs
+	cr.checking.Store(true)
+	ok := e.x.Ready()
+	cr.checking.Store(false)
+	if cr.due.Swap(false) {
+		*due = true
+	}
+	return ok
+}
+
+// Wake releases the core's engines whose wait now holds: call it after
 // every store to the core's area, whoever made it. It costs one atomic
 // load when no engine is parked.
-func (c *Chip) WakeCore(nc int) {
-	if nc < 0 || nc >= MaxCores {
-		return
-	}
-	cr := &c.progs.cores[nc]
+func (c *Core) Wake() {
+	cr := &c.runs
 	cr.wake.Wake()
 	if cr.nparked.Load() == 0 {
 		return
@@ -77,24 +78,24 @@ func (c *Chip) WakeCore(nc int) {
 	ready, due := buf[:0], false
 	cr.mu.Lock()
 	if rn := cr.runner; rn != nil {
-		rn.ready = cr.takeReady(rn.ready, &due)
+		rn.ready = c.takeReady(rn.ready, &due)
 		cr.mu.Unlock()
 	} else {
-		ready = cr.takeReady(ready, &due)
+		ready = c.takeReady(ready, &due)
 		cr.mu.Unlock()
 		for _, e := range ready {
 			go c.drive(e)
 		}
 	}
 	if due {
-		c.WakeCore(nc)
+		c.Wake()
 	}
 }
 
 // takeReady unparks the engines whose wait now holds onto dst; those of a
-// stopped run stay for stopParked. Under cr.mu; due as engineRun.ready.
-func (cr *coreRuns) takeReady(dst []*engineRun, due *bool) []*engineRun {
-	return cr.unpark(dst, func(e *engineRun) bool { return e.r.ctx.Err() == nil && e.ready(due) })
+// stopped run stay for stopParked. Under runs.mu; due as ready.
+func (c *Core) takeReady(dst []*engineRun, due *bool) []*engineRun {
+	return c.runs.unpark(dst, func(e *engineRun) bool { return e.r.ctx.Err() == nil && c.ready(e, due) })
 }
 
 // unpark moves the parked engines take accepts onto dst. Under cr.mu.
@@ -116,20 +117,20 @@ func (cr *coreRuns) unpark(dst []*engineRun, take func(*engineRun) bool) []*engi
 // park lists e, blocked at a wait, as parked; false means its wait holds
 // again already and its owner keeps running it. An engine of a stopped
 // run ends instead.
-func (c *Chip) park(nc int, e *engineRun) bool {
-	cr := &c.progs.cores[nc]
+func (c *Core) park(e *engineRun) bool {
+	cr := &c.runs
 	cr.mu.Lock()
 	if err := e.r.ctx.Err(); err != nil {
 		cr.mu.Unlock()
 		e.x.Stop(err)
-		c.endEngine(nc, e)
+		c.endEngine(e)
 		return true
 	}
-	// Counted before the re-check: a store WakeCore finds no parked engine
+	// Counted before the re-check: a store Wake finds no parked engine
 	// for came before it, and the re-check sees that store.
 	cr.nparked.Add(1)
 	due := false
-	ok := e.ready(&due)
+	ok := c.ready(e, &due)
 	if ok {
 		cr.nparked.Add(-1)
 	} else {
@@ -137,7 +138,7 @@ func (c *Chip) park(nc int, e *engineRun) bool {
 	}
 	cr.mu.Unlock()
 	if due {
-		c.WakeCore(nc)
+		c.Wake()
 	}
 	return !ok
 }
@@ -145,99 +146,117 @@ func (c *Chip) park(nc int, e *engineRun) bool {
 // stopParked ends r's parked engines once its context ended (NC_RESET, a
 // replacing request, close); engines someone runs end at their next
 // yield or wait.
-func (c *Chip) stopParked(nc int, r *seqRun) {
-	cr := &c.progs.cores[nc]
+func (c *Core) stopParked(r *seqRun) {
+	cr := &c.runs
 	cr.mu.Lock()
 	stopped := cr.unpark(nil, func(e *engineRun) bool { return e.r == r })
 	cr.mu.Unlock()
 	for _, e := range stopped {
 		e.x.Stop(r.ctx.Err())
-		c.endEngine(nc, e)
+		c.endEngine(e)
 	}
 }
 
 // drive runs e in its own goroutine until it parks or ends.
-func (c *Chip) drive(e *engineRun) {
-	nc := e.r.nc
+func (c *Core) drive(e *engineRun) {
 	for {
 		lockrank.AssertUnlocked("exec: running an engine")
 		switch st, _ := e.x.Resume(e.r.ctx, maxRecords); st {
 		case seq.Yielded:
 			runtime.Gosched()
 		case seq.Blocked:
-			if c.park(nc, e) {
+			if c.park(e) {
 				return
 			}
 		case seq.Ended:
-			c.endEngine(nc, e)
+			c.endEngine(e)
 			return
 		}
 	}
 }
 
-// maxRecords lets an engine's own goroutine run until its sequencer's
-// yield interval.
-const maxRecords = math.MaxInt
-
-// runInline runs start and every engine of core nc the doorbell released
-// in the calling goroutine, until each parked or ended or inlineBudget
-// records ran; the engines still running then go on in goroutines of
-// their own. The caller holds no lock.
-func (c *Chip) runInline(nc int, start []*engineRun) {
-	cr := &c.progs.cores[nc]
-	rn := &runner{ready: start}
-	cr.mu.Lock()
-	if cr.runner != nil { // never: one doorbell at a time serves a core
-		cr.mu.Unlock()
-		for _, e := range start {
-			go c.drive(e)
-		}
+// runInline runs start and every engine the doorbell released in the
+// calling goroutine, until each parked or ended or inlineBudget records
+// ran; the engines still running then go on in goroutines of their own.
+// The caller holds no lock.
+func (c *Core) runInline(start []*engineRun) {
+	rn := c.becomeRunner(start)
+	if rn == nil {
 		return
 	}
-	cr.runner = rn
-	due := false
-	rn.ready = cr.takeReady(rn.ready, &due) // the doorbell's own store
-	cr.mu.Unlock()
-	if due {
-		c.WakeCore(nc)
-	}
 	for left := inlineBudget; ; {
-		cr.mu.Lock()
-		if len(rn.ready) == 0 || left <= 0 {
-			rest := rn.ready
-			rn.ready, cr.runner = nil, nil
-			cr.mu.Unlock()
-			for _, e := range rest {
-				go c.drive(e)
-			}
+		e := c.nextInline(rn, left)
+		if e == nil {
 			return
 		}
-		e := rn.ready[0]
-		rn.ready = rn.ready[1:]
-		cr.mu.Unlock()
 		lockrank.AssertUnlocked("exec: running an engine inline")
 		st, n := e.x.Resume(e.r.ctx, min(left, inlineShare))
 		left -= max(n, 1)
 		switch st {
 		case seq.Ended:
-			c.endEngine(nc, e)
+			c.endEngine(e)
 			continue
 		case seq.Blocked:
-			if c.park(nc, e) {
+			if c.park(e) {
 				continue
 			}
 		}
-		cr.mu.Lock()
+		c.runs.mu.Lock()
 		rn.ready = append(rn.ready, e) // its turn again after the others'
-		cr.mu.Unlock()
+		c.runs.mu.Unlock()
 	}
 }
 
+// becomeRunner makes the calling doorbell the core's runner, with start
+// and the engines its own store released; nil when another runs the core
+// (never: one doorbell at a time serves a core), start then goes to
+// goroutines.
+func (c *Core) becomeRunner(start []*engineRun) *runner {
+	cr := &c.runs
+	rn := &runner{ready: start}
+	cr.mu.Lock()
+	if cr.runner != nil {
+		cr.mu.Unlock()
+		for _, e := range start {
+			go c.drive(e)
+		}
+		return nil
+	}
+	cr.runner = rn
+	due := false
+	rn.ready = c.takeReady(rn.ready, &due) // the doorbell's own store
+	cr.mu.Unlock()
+	if due {
+		c.Wake()
+	}
+	return rn
+}
+
+// nextInline takes the runner's next engine; nil when none is left or the
+// budget ran out, and then the runner hands what remains to goroutines.
+func (c *Core) nextInline(rn *runner, left int) *engineRun {
+	cr := &c.runs
+	cr.mu.Lock()
+	if len(rn.ready) == 0 || left <= 0 {
+		rest := rn.ready
+		rn.ready, cr.runner = nil, nil
+		cr.mu.Unlock()
+		for _, e := range rest {
+			go c.drive(e)
+		}
+		return nil
+	}
+	e := rn.ready[0]
+	rn.ready = rn.ready[1:]
+	cr.mu.Unlock()
+	return e
+}
+
 // endEngine accounts for an engine that ended.
-func (c *Chip) endEngine(nc int, e *engineRun) {
+func (c *Core) endEngine(e *engineRun) {
 	if res := e.x.Result(); res.State == seq.Faulted {
-		c.log.WithFields(logrus.Fields{"core": nc, "engine": e.e}).Warn(res.Fault)
+		c.cfg.log.WithFields(logrus.Fields{"core": c.nc, "engine": e.e}).Warn(res.Fault)
 	}
 	e.r.engineDone()
-	c.progs.wg.Done()
+	c.runs.wg.Done()
 }

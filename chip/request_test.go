@@ -39,10 +39,10 @@ func TestExecRequestRecognised(t *testing.T) {
 		{"poke alone", [][3]uint64{{q, soc, 4}}, -1},
 	} {
 		for _, s := range c.steps {
-			ch.observeCopy(eng, int(s[0]), 0, s[1], s[2])
+			ch.requests.observe(eng, int(s[0]), 0, s[1], s[2])
 		}
 		for nc := range f.CoresPerDevice {
-			got := ch.takeExecRequest(nc)
+			got := ch.Core(nc).takeRequest()
 			switch {
 			case nc == c.core && (got == nil || got.addr != want):
 				t.Errorf("%s: core %d got %+v, want %x", c.name, nc, got, want)
@@ -50,7 +50,7 @@ func TestExecRequestRecognised(t *testing.T) {
 				t.Errorf("%s: core %d got a request", c.name, nc)
 			}
 		}
-		if ch.takeExecRequest(max(c.core, 0)) != nil {
+		if ch.Core(max(c.core, 0)).takeRequest() != nil {
 			t.Errorf("%s: a request taken twice", c.name)
 		}
 	}

@@ -26,11 +26,11 @@ func TestDoorbellRunsEnginesInline(t *testing.T) {
 			t.Fatalf("%v before the doorbell: %v", e, st)
 		}
 	}
-	if n := c.progs.cores[nc].nparked.Load(); n != 2 {
+	if n := c.cores[nc].runs.nparked.Load(); n != 2 {
 		t.Fatalf("%d engines parked at their gates, want 2", n)
 	}
-	c.ApplySem(nc, incWindow(0), Inc, DoorbellRun)
-	a, _ := c.SemArea(nc)
+	c.Core(nc).Apply(incWindow(0), Inc, DoorbellRun)
+	a, _ := c.Core(nc).Area()
 	if v := a.Semaphore(10); v != 1 {
 		t.Fatalf("semaphore 10 = %d when the doorbell returned: the engines ran elsewhere", v)
 	}
@@ -51,7 +51,7 @@ func TestDoorbellInlineBudget(t *testing.T) {
 	})
 	returned := make(chan struct{})
 	go func() {
-		c.ApplySem(nc, incWindow(0), Inc, DoorbellRun)
+		c.Core(nc).Apply(incWindow(0), Inc, DoorbellRun)
 		close(returned)
 	}()
 	select {
@@ -65,7 +65,7 @@ func TestDoorbellInlineBudget(t *testing.T) {
 	if st := r.seqs[seq.POOL].Status(); st.State != seq.Running {
 		t.Fatalf("POOL %v, want running", st)
 	}
-	c.ResetExec(nc)
+	c.Core(nc).ResetExec()
 	waitUntil(t, "the reset ending the loop", func() bool { return r.seqs[seq.POOL].Status().State == seq.Stopped })
 }
 
@@ -79,12 +79,12 @@ func TestParkedEngines(t *testing.T) {
 		seq.PE:  seq.Assemble(0x1000, seq.NewWait(seq.WaitSemGE, 7, 1), seq.NewRecord(seq.OpHalt)),
 		seq.DVE: seq.Assemble(0x2000, seq.NewWait(seq.WaitSemGE, 8, 1), seq.NewRecord(seq.OpHalt)),
 	})
-	c.ApplySem(nc, ReadWindow+uint64(Set)*WindowStride+4*7, Set, 1)
+	c.Core(nc).Apply(ReadWindow+uint64(Set)*WindowStride+4*7, Set, 1)
 	waitUntil(t, "PE released by the host's write", func() bool { return r.seqs[seq.PE].Status().State == seq.Halted })
-	if n := c.progs.cores[nc].nparked.Load(); n != 1 {
+	if n := c.cores[nc].runs.nparked.Load(); n != 1 {
 		t.Fatalf("%d engines parked, want DVE alone", n)
 	}
-	c.ResetExec(nc)
+	c.Core(nc).ResetExec()
 	select {
 	case <-r.done:
 	case <-time.After(20 * time.Second):
@@ -93,7 +93,7 @@ func TestParkedEngines(t *testing.T) {
 	if st := r.seqs[seq.DVE].Status(); st.State != seq.Stopped || st.PC != 0x2000 {
 		t.Fatalf("DVE after the reset: %v", st)
 	}
-	if n := c.progs.cores[nc].nparked.Load(); n != 0 {
+	if n := c.cores[nc].runs.nparked.Load(); n != 0 {
 		t.Fatalf("%d engines still parked after the reset", n)
 	}
 }
@@ -108,11 +108,11 @@ func TestParkedWaitTakesEvent(t *testing.T) {
 		seq.PE:  seq.Assemble(0x1000, seq.NewWait(seq.WaitEvtSetThenClear, 5, 0), seq.NewRecord(seq.OpHalt)),
 		seq.ACT: seq.Assemble(0x2000, seq.NewWait(seq.WaitSemGE, 8, 1), seq.NewRecord(seq.OpHalt)),
 	})
-	a, _ := c.SemArea(nc)
+	a, _ := c.Core(nc).Area()
 	done := make(chan struct{})
 	go func() {
 		a.SetEvent(5, 1) // the host's EVENT_SET
-		c.WakeCore(nc)
+		c.Core(nc).Wake()
 		close(done)
 	}()
 	select {
