@@ -304,11 +304,15 @@ func (x *Direct) lookupFdinfo(tid int32, fd int32) (any, bool) {
 	return o, true
 }
 
-// Ioctl serves ioctl(fd, cmd, arg) of task tid on an open Lookup found:
-// the result to return, or the errno.
-func (x *Direct) Ioctl(open any, tid int32, cmd uint32, arg uint64) (int64, syscall.Errno) {
+// Ioctl serves ioctl(fd, cmd, arg) of task t on an open Lookup found:
+// the result to return, or the errno. The caller's memory is reached
+// only through t.Mem, never by its thread id, which a killed caller's
+// successor may hold by the time a long command writes its answer.
+func (x *Direct) Ioctl(open any, t chardev.Task, cmd uint32, arg uint64) (int64, syscall.Errno) {
 	o := open.(*directOpen)
-	res, errno := x.fsys.ioctl(context.Background(), o.file, x.fsys.directCaller(tid), cmd, arg, nil, nil)
+	caller := x.fsys.directCaller(t.Tid)
+	caller.Gone = t.Gone
+	res, errno := x.fsys.ioctl(context.Background(), o.file, caller, pinnedMemory(t.Mem), cmd, arg, nil, nil)
 	if errno != 0 {
 		return 0, errno
 	}

@@ -3,6 +3,8 @@ package chardev
 import (
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // The calls below reach the supervisor only with Config.Direct (the
@@ -20,14 +22,33 @@ func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint
 		return
 	}
 	id, tid := n.ID, n.Pid
+	waits := s.direct.Waits(cmd)
 	serve := func() {
+		t := Task{Tid: int32(tid), Mem: -1}
+		mem, err := openMem(tid)
+		if err == nil {
+			defer unix.Close(mem)
+			t.Mem = mem
+		} else {
+			// The caller is gone (then the check below says so), or its
+			// memory is not the daemon's to reach: then neither was it
+			// by process_vm_*, and every access faults.
+			s.log.WithError(err).Debug("ioctl of a device descriptor: serving it without the caller's memory")
+		}
+		// The open pinned whichever task had the number: the call still
+		// being live after it proves that was the caller.
 		if !s.valid(id) {
 			return
 		}
-		val, errno := s.direct.Ioctl(file, int32(tid), cmd, arg)
+		if waits {
+			gone, stop := s.watch(id)
+			defer stop()
+			t.Gone = gone
+		}
+		val, errno := s.direct.Ioctl(file, t, cmd, arg)
 		s.respond(id, val, errno, 0)
 	}
-	if s.direct.Waits(cmd) {
+	if waits {
 		s.slow(serve)
 		return
 	}

@@ -122,7 +122,9 @@ type Direct interface {
 	// Lookup finds the open behind task tid's descriptor fd, if fd is a
 	// device descriptor.
 	Lookup(tid int32, fd int32) (file any, ok bool)
-	Ioctl(file any, tid int32, cmd uint32, arg uint64) (int64, unix.Errno)
+	// Ioctl serves an ioctl of task t, whose memory it reaches through
+	// t.Mem only.
+	Ioctl(file any, t Task, cmd uint32, arg uint64) (int64, unix.Errno)
 	// Waits reports whether command cmd may wait for long (for another
 	// caller, a reset, a deadline): it is then served off the receiving
 	// thread.
