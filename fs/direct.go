@@ -207,8 +207,11 @@ func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
 			o = nil // released meanwhile: the number was closed unseen
 		}
 	}
+	// Asked under the lock: ForgetProcess may close the pidfd, whose
+	// number could then name any other file.
+	live := o != nil && alive(p.pidfd)
 	x.mu.Unlock()
-	if o != nil && alive(p.pidfd) {
+	if live {
 		return o, true
 	}
 	found, ok := x.lookupFdinfo(tid, fd)
@@ -223,8 +226,9 @@ func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
 func (x *Direct) remember(tgid, fd int32, o *directOpen) {
 	x.mu.Lock()
 	p := x.procs[tgid]
+	live := p != nil && alive(p.pidfd) // under the lock, as in Lookup
 	x.mu.Unlock()
-	if p == nil || !alive(p.pidfd) {
+	if !live {
 		pidfd, err := unix.PidfdOpen(int(tgid), 0)
 		if err != nil {
 			return
