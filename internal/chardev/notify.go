@@ -90,6 +90,10 @@ type Supervisor struct {
 	wg sync.WaitGroup
 	// receiving counts the loops waiting for a notification.
 	receiving atomic.Int32
+	// loops counts the receiving loops; maxLoops bounds the ones that
+	// resolve paths (see loop).
+	loops    atomic.Int32
+	maxLoops int32
 
 	// mu guards reserved: descriptor numbers chosen for a device
 	// descriptor whose installation is under way, so two installations
@@ -151,7 +155,7 @@ type fileID struct{ dev, ino uint64 }
 // the notifier's CPU, so each further receiver made every notification pay
 // for a thread that woke and slept again.
 func Serve(cfg Config) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}, maxLoops: MaxResolvingLoops}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -184,7 +188,8 @@ func Serve(cfg Config) error {
 		s.log.WithError(e).Debug("seccomp: no synchronous wake-up (Linux < 6.6); polling the listener")
 	}
 	s.wg.Add(1)
-	go s.loop()
+	s.loops.Add(1)
+	go s.loop(true)
 	s.wg.Wait()
 	return unix.Close(s.listener)
 }
@@ -194,6 +199,14 @@ func Serve(cfg Config) error {
 type scratch struct {
 	path [unix.PathMax + 64]byte
 	buf  [4096]byte
+	// resolving is the id of the open whose path the loop is resolving
+	// (0: none): whoever swaps it to 0 first answers the open, the loop
+	// when the resolution ends or the stall timer at ResolveBound.
+	resolving    atomic.Uint64
+	resolvingTid atomic.Uint32 // its caller, for the log
+	// noResolve: the loop runs past maxLoops and answers every open
+	// CONTINUE without resolving its path, so it never stalls on one.
+	noResolve bool
 }
 
 // stallAfter is how long the receiving thread may spend on one
@@ -202,6 +215,17 @@ type scratch struct {
 // process serves waits for that process, which may itself be waiting for
 // an open of its own to be answered.
 const stallAfter = 50 * time.Millisecond
+
+// ResolveBound is how long an open's path may take to resolve before
+// the open is answered CONTINUE: the kernel then does the open itself
+// (a device node's fails, as it would without the supervisor), and the
+// caller no longer waits on the supervisor.
+const ResolveBound = time.Second
+
+// MaxResolvingLoops bounds the loops that resolve paths: each stalled
+// resolution holds its loop's OS thread until the lookup ends. Past it,
+// one more loop answers opens without resolving them.
+const MaxResolvingLoops = 8
 
 // loop receives and answers notifications on its own OS thread. Calls
 // that cannot concern a device (the path of an open does not name one, a
@@ -212,19 +236,32 @@ const stallAfter = 50 * time.Millisecond
 // Normally one loop runs. When a loop has spent stallAfter on one
 // notification and no other is receiving, another starts; a loop that
 // finishes a notification while another is receiving ends, so the count
-// goes back to one.
-func (s *Supervisor) loop() {
+// goes back to one. At most maxLoops loops resolve paths: with that many
+// stalled, the one more loop that starts answers opens without resolving
+// them (resolve false), so the supervisor's threads stay bounded while
+// every other call is still served. An open still resolving after
+// ResolveBound is answered CONTINUE.
+func (s *Supervisor) loop(resolve bool) {
 	defer s.wg.Done()
+	defer s.loops.Add(-1)
 	// A thread of its own: a goroutine moved between threads would be
 	// rescheduled behind other goroutines on every notification.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	sc := new(scratch)
+	sc := &scratch{noResolve: !resolve}
 	fired := make(chan struct{}, 1)
+	finished := make(chan struct{}, 1) // the notification was answered
 	stall := time.AfterFunc(time.Hour, func() {
-		if s.receiving.Load() == 0 {
-			s.wg.Add(1) // this loop's count is held until fired is read
-			go s.loop()
+		s.spawn()
+		if id := sc.resolving.Load(); id != 0 {
+			select {
+			case <-finished:
+			case <-time.After(ResolveBound - stallAfter):
+				if sc.resolving.CompareAndSwap(id, 0) {
+					s.log.WithFields(logrus.Fields{"tid": sc.resolvingTid.Load(), "bound": ResolveBound}).Warn("an open's path is still resolving: the kernel opens it itself")
+					s.pass(id)
+				}
+			}
 		}
 		fired <- struct{}{}
 	})
@@ -243,12 +280,34 @@ func (s *Supervisor) loop() {
 		stall.Reset(stallAfter)
 		s.handle(&n, sc)
 		if !stall.Stop() {
+			finished <- struct{}{}
 			<-fired
+			select {
+			case <-finished: // not waited for
+			default:
+			}
 		}
 		if s.receiving.Load() > 0 {
 			return
 		}
 	}
+}
+
+// spawn starts another loop when none is receiving: a resolving one
+// below maxLoops, else the one that resolves nothing.
+func (s *Supervisor) spawn() {
+	if s.receiving.Load() != 0 {
+		return
+	}
+	n := s.loops.Load()
+	if n > s.maxLoops || !s.loops.CompareAndSwap(n, n+1) {
+		return // the non-resolving loop runs (it does not stall on paths), or another spawn won
+	}
+	if n == s.maxLoops {
+		s.log.WithField("stalled", n).Warn("opens are stalled resolving their paths: further opens go to the kernel unresolved until one ends")
+	}
+	s.wg.Add(1) // the stalled loop's count is held until its stall timer is done
+	go s.loop(n < s.maxLoops)
 }
 
 // receive takes the next notification into n. more is false once no
@@ -396,14 +455,23 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 // decision is made here, on the receiving thread; only a device open
 // leaves it.
 func (s *Supervisor) handleOpen(n *seccompNotif, sc *scratch, dirfd int32, pathPtr, flags uint64) {
-	path, err := readPath(n.Pid, pathPtr, sc.buf[:])
-	if err != nil || flags&unix.O_PATH != 0 {
+	if sc.noResolve {
 		s.pass(n.ID)
 		return
 	}
-	// Not checked for validity yet: a pass is harmless whatever the
-	// target turned out to be.
-	minor, ok := s.resolve(sc, n.Pid, dirfd, path, flags&unix.O_NOFOLLOW != 0)
+	sc.resolvingTid.Store(n.Pid)
+	sc.resolving.Store(n.ID)
+	path, err := readPath(n.Pid, pathPtr, sc.buf[:])
+	var minor int
+	ok := false
+	if err == nil && flags&unix.O_PATH == 0 {
+		// Not checked for validity yet: a pass is harmless whatever the
+		// target turned out to be.
+		minor, ok = s.resolve(sc, n.Pid, dirfd, path, flags&unix.O_NOFOLLOW != 0)
+	}
+	if !sc.resolving.CompareAndSwap(n.ID, 0) {
+		return // answered CONTINUE at ResolveBound
+	}
 	if !ok {
 		s.pass(n.ID)
 		return
