@@ -29,13 +29,17 @@ type callerMemory struct {
 	// nothing (every access faults).
 	pinned bool
 	mem    int
+	// repin replaces mem when it reads nothing at all (chardev.Task.Repin).
+	repin func() int
 }
 
 // pinnedMemory reaches the caller through mem, an open of its
-// /proc/TID/mem.
-func pinnedMemory(mem int) callerMemory { return callerMemory{pinned: true, mem: mem} }
+// /proc/TID/mem, replaced by repin's when needed.
+func pinnedMemory(mem int, repin func() int) callerMemory {
+	return callerMemory{pinned: true, mem: mem, repin: repin}
+}
 
-func (m callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
+func (m *callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -51,7 +55,7 @@ func (m callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
 	return n, err
 }
 
-func (m callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
+func (m *callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -69,12 +73,21 @@ func (m callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
 
 // pio reads or writes the pinned memory at addr. The file stops short
 // where a page is not mapped (EIO there, a short count after some bytes)
-// and gives 0 once the address space is gone: all faults to a handler.
-func (m callerMemory) pio(op func(int, []byte, int64) (int, error), p []byte, addr uint64) (int, error) {
+// and gives 0 once the address space is gone: all faults to a handler,
+// except that an address space gone while the call is live is the
+// caller's old one (it exec'd since mem was made), which repin replaces.
+func (m *callerMemory) pio(op func(int, []byte, int64) (int, error), p []byte, addr uint64) (int, error) {
 	if m.mem < 0 || int64(addr) < 0 {
 		return 0, unix.EFAULT
 	}
 	n, err := op(m.mem, p, int64(addr))
+	if n == 0 && err == nil && m.repin != nil {
+		m.repin, m.mem = nil, m.repin() // once: a fresh open that reads nothing is a dead caller's
+		if m.mem < 0 {
+			return 0, unix.EFAULT
+		}
+		n, err = op(m.mem, p, int64(addr))
+	}
 	if n < 0 {
 		n = 0
 	}

@@ -316,7 +316,7 @@ func (x *Direct) Ioctl(open any, t chardev.Task, cmd uint32, arg uint64) (int64,
 	o := open.(*directOpen)
 	caller := x.fsys.directCaller(t.Tid)
 	caller.Gone = t.Gone
-	res, errno := x.fsys.ioctl(context.Background(), o.file, caller, pinnedMemory(t.Mem), cmd, arg, nil, nil)
+	res, errno := x.fsys.ioctl(context.Background(), o.file, caller, pinnedMemory(t.Mem, t.Repin), cmd, arg, nil, nil)
 	if errno != 0 {
 		return 0, errno
 	}

@@ -3,8 +3,6 @@ package chardev
 import (
 	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // The calls below reach the supervisor only with Config.Direct (the
@@ -25,17 +23,29 @@ func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint
 	waits := s.direct.Waits(cmd)
 	serve := func() {
 		t := Task{Tid: int32(tid), Mem: -1}
-		mem, err := openMem(tid)
+		pin, err := s.pins.get(tid)
 		if err == nil {
-			defer unix.Close(mem)
-			t.Mem = mem
+			defer func() { s.pins.put(pin) }()
+			t.Mem = pin.mem
+			t.Repin = func() int {
+				fresh, err := s.pins.repin(tid, pin)
+				if err != nil {
+					return -1
+				}
+				s.pins.put(pin)
+				pin = fresh
+				if !s.valid(id) {
+					return -1
+				}
+				return pin.mem
+			}
 		} else {
 			// The caller is gone (then the check below says so), or its
 			// memory is not the daemon's to reach: then neither was it
 			// by process_vm_*, and every access faults.
 			s.log.WithError(err).Debug("ioctl of a device descriptor: serving it without the caller's memory")
 		}
-		// The open pinned whichever task had the number: the call still
+		// The pin is of whichever task had the number: the call still
 		// being live after it proves that was the caller.
 		if !s.valid(id) {
 			return

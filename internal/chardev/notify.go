@@ -100,6 +100,9 @@ type Supervisor struct {
 	// never pick the same number. Never held across the installation.
 	mu       lockrank.Mutex[lockrank.Transport]
 	reserved map[uint32]bool
+
+	// pins are the callers' memory, for Direct's ioctls.
+	pins *memPins
 }
 
 // Config describes the devices a supervisor redirects.
@@ -155,7 +158,7 @@ type fileID struct{ dev, ino uint64 }
 // the notifier's CPU, so each further receiver made every notification pay
 // for a thread that woke and slept again.
 func Serve(cfg Config) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}, maxLoops: MaxResolvingLoops}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}, maxLoops: MaxResolvingLoops, pins: newMemPins()}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -191,6 +194,7 @@ func Serve(cfg Config) error {
 	s.loops.Add(1)
 	go s.loop(true)
 	s.wg.Wait()
+	s.pins.close()
 	return unix.Close(s.listener)
 }
 
@@ -415,6 +419,7 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 		}
 		s.pass(n.ID)
 	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		s.pins.execed()
 		if s.direct != nil {
 			s.direct.ForgetProcess(int32(n.Pid))
 		}

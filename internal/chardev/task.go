@@ -19,6 +19,11 @@ type Task struct {
 	// address space of a later owner of the thread id. Negative: none,
 	// the memory is reached by Tid (tests of the daemon's own memory).
 	Mem int
+	// Repin, when not nil, is called when Mem reads nothing at all: the
+	// address space it names is gone while the call is live (the task
+	// exec'd since Mem was cached). It returns a fresh open, proven the
+	// caller's, or a negative number.
+	Repin func() int
 	// Gone is closed once the call was withdrawn (a fatal signal ended
 	// the caller's wait): no answer can reach the caller any more, so
 	// nothing is worth waiting for. Nil: never closed.
