@@ -68,6 +68,42 @@ func TestWaitsEndWhenCallerGone(t *testing.T) {
 	wantErrno(t, "writer enter after the gone callers", res, 0)
 }
 
+// A gone caller's reset waits (NC_RESET_READY for a reset, DEVICE_READY
+// for its own) end at once too, while the reset is still under way.
+func TestResetWaitsEndWhenCallerGone(t *testing.T) {
+	// Resets long enough (3 s) to tell "at once" from "at completion".
+	sys, err := NewSystem(Config{Instance: "trn1.2xlarge", TimeScale: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sys.Close)
+	d := sys.Devices[0]
+	f := open(t, d, syscall.O_RDWR, 100)
+	gone := make(chan struct{})
+	close(gone)
+	c := Caller{Tid: 100, Tgid: 100, Gone: gone}
+	for _, cmd := range []uint32{ioctl.CmdNCResetReady, ioctl.CmdDeviceReady} {
+		name := sys.CommandName(cmd)
+		res, v := call(t, context.Background(), f, 100, ioctl.CmdNCReset, ioctl.DeviceReset{NCMap: 1})
+		wantErrno(t, name+": NC_RESET", res, 0)
+		if cmd == ioctl.CmdNCResetReady {
+			callCaller(t, f, c, cmd, ioctl.DeviceReady{RequestID: v.RequestID})
+		} else {
+			callCaller(t, f, c, cmd, uint8(0))
+		}
+		d.mu.Lock()
+		req := d.reset.find(v.RequestID)
+		underway := req != nil && req.state == resetStarted
+		d.mu.Unlock()
+		if !underway {
+			t.Errorf("%s: the gone caller's wait lasted until the reset completed", name)
+		}
+		// The reset completes; the next one may start.
+		res, _ = call(t, context.Background(), f, 100, ioctl.CmdNCResetReady, ioctl.DeviceReady{RequestID: v.RequestID})
+		wantErrno(t, name+": NC_RESET_READY of a live caller", res, 0)
+	}
+}
+
 // callCaller is call with the whole Caller given.
 func callCaller[T any](t *testing.T, f *File, c Caller, cmd uint32, arg T) (Result, T) {
 	t.Helper()
