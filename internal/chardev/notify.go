@@ -851,7 +851,19 @@ func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, sc *scratch, dirfd int
 // with the device number the node stands for (a stand-in's is 0:0).
 func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx bool, mask uint32) {
 	minor, ok := s.ourFD(n.Pid, fd)
-	if !ok || !s.valid(n.ID) {
+	if !ok {
+		s.pass(n.ID)
+		return
+	}
+	// The answer is written through a pin of the caller, checked after
+	// it: a caller killed meanwhile has its id reused at once.
+	pin, err := s.pins.get(n.Pid)
+	if err != nil {
+		s.pass(n.ID)
+		return
+	}
+	defer func() { s.pins.put(pin) }()
+	if !s.valid(n.ID) {
 		s.pass(n.ID)
 		return
 	}
@@ -873,7 +885,20 @@ func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx b
 		st.Rdev = unix.Mkdev(s.major, uint32(minor))
 		out = unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
 	}
-	if err := writeMem(n.Pid, buf, out); err != nil {
+	k, err := unix.Pwrite(pin.mem, out, int64(buf))
+	if k == 0 && err == nil {
+		// The pin's address space is gone while the call is live: the
+		// caller exec'd since it was cached.
+		fresh, rerr := s.pins.repin(n.Pid, pin)
+		if rerr == nil {
+			s.pins.put(pin)
+			pin = fresh
+			if s.valid(n.ID) {
+				k, err = unix.Pwrite(pin.mem, out, int64(buf))
+			}
+		}
+	}
+	if err != nil || k < len(out) {
 		s.respond(n.ID, 0, unix.EFAULT, 0)
 		return
 	}
@@ -910,16 +935,6 @@ func readMem(pid uint32, addr uint64, p []byte) (int, error) {
 	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
 	return unix.ProcessVMReadv(int(pid), local, remote, 0)
-}
-
-func writeMem(pid uint32, addr uint64, p []byte) error {
-	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
-	n, err := unix.ProcessVMWritev(int(pid), local, remote, 0)
-	if err == nil && n < len(p) {
-		err = unix.EFAULT
-	}
-	return err
 }
 
 func readStruct[T any](pid uint32, addr uint64, v *T) error {
