@@ -17,8 +17,12 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/chardev"
 	"github.com/neuronfs/neuronfs/internal/procfs"
+	"github.com/neuronfs/neuronfs/ioctl"
 )
 
 // stalledOpens is how many opens fusestall makes stall at once: well
@@ -104,6 +108,16 @@ func init() {
 		}
 		release()
 		wg.Wait()
+		// Once nothing stalls, a device open is the supervisor's again.
+		fd, err := unix.Open("/dev/neuron0", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return clientFail("open of the device after the stall: %v", err)
+		}
+		defer unix.Close(fd)
+		var bi ioctl.DeviceBasicInfo
+		if r, e := testutil.Ioctl(fd, ioctl.CmdDeviceBasicInfo, &bi); r != 0 || e != 0 || bi.Architecture == 0 {
+			return clientFail("DEVICE_BASIC_INFO after the stall: %d %v %+v", r, e, bi)
+		}
 		fmt.Printf("ok %d\n", after-before)
 		return 0
 	}

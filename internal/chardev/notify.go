@@ -90,9 +90,10 @@ type Supervisor struct {
 	wg sync.WaitGroup
 	// receiving counts the loops waiting for a notification.
 	receiving atomic.Int32
-	// loops counts the receiving loops; maxLoops bounds the ones that
-	// resolve paths (see loop).
+	// loops counts the receiving loops, stalled those past stallAfter on
+	// one notification; maxLoops bounds the stalled ones (see loop).
 	loops    atomic.Int32
+	stalled  atomic.Int32
 	maxLoops int32
 
 	// mu guards reserved: descriptor numbers chosen for a device
@@ -192,7 +193,7 @@ func Serve(cfg Config) error {
 	}
 	s.wg.Add(1)
 	s.loops.Add(1)
-	go s.loop(true)
+	go s.loop()
 	s.wg.Wait()
 	s.pins.close()
 	return unix.Close(s.listener)
@@ -208,9 +209,6 @@ type scratch struct {
 	// when the resolution ends or the stall timer at ResolveBound.
 	resolving    atomic.Uint64
 	resolvingTid atomic.Uint32 // its caller, for the log
-	// noResolve: the loop runs past maxLoops and answers every open
-	// CONTINUE without resolving its path, so it never stalls on one.
-	noResolve bool
 }
 
 // stallAfter is how long the receiving thread may spend on one
@@ -226,9 +224,9 @@ const stallAfter = 50 * time.Millisecond
 // caller no longer waits on the supervisor.
 const ResolveBound = time.Second
 
-// MaxResolvingLoops bounds the loops that resolve paths: each stalled
-// resolution holds its loop's OS thread until the lookup ends. Past it,
-// one more loop answers opens without resolving them.
+// MaxResolvingLoops bounds the stalled loops: each holds its OS thread
+// until what stalled it (a path lookup) ends. With that many stalled, one
+// more loop serves the rest and answers opens without resolving them.
 const MaxResolvingLoops = 8
 
 // loop receives and answers notifications on its own OS thread. Calls
@@ -240,22 +238,23 @@ const MaxResolvingLoops = 8
 // Normally one loop runs. When a loop has spent stallAfter on one
 // notification and no other is receiving, another starts; a loop that
 // finishes a notification while another is receiving ends, so the count
-// goes back to one. At most maxLoops loops resolve paths: with that many
-// stalled, the one more loop that starts answers opens without resolving
-// them (resolve false), so the supervisor's threads stay bounded while
-// every other call is still served. An open still resolving after
-// ResolveBound is answered CONTINUE.
-func (s *Supervisor) loop(resolve bool) {
+// goes back to one. At most maxLoops loops stall: with that many
+// stalled, the one more loop that starts answers opens CONTINUE without
+// resolving them (until a stalled one ends), so the supervisor's threads
+// stay bounded while every other call is still served. An open still
+// resolving after ResolveBound is answered CONTINUE.
+func (s *Supervisor) loop() {
 	defer s.wg.Done()
 	defer s.loops.Add(-1)
 	// A thread of its own: a goroutine moved between threads would be
 	// rescheduled behind other goroutines on every notification.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	sc := &scratch{noResolve: !resolve}
+	sc := new(scratch)
 	fired := make(chan struct{}, 1)
 	finished := make(chan struct{}, 1) // the notification was answered
 	stall := time.AfterFunc(time.Hour, func() {
+		s.stalled.Add(1) // until the loop has read fired
 		s.spawn()
 		if id := sc.resolving.Load(); id != 0 {
 			select {
@@ -286,6 +285,7 @@ func (s *Supervisor) loop(resolve bool) {
 		if !stall.Stop() {
 			finished <- struct{}{}
 			<-fired
+			s.stalled.Add(-1)
 			select {
 			case <-finished: // not waited for
 			default:
@@ -297,21 +297,22 @@ func (s *Supervisor) loop(resolve bool) {
 	}
 }
 
-// spawn starts another loop when none is receiving: a resolving one
-// below maxLoops, else the one that resolves nothing.
+// spawn starts another loop when none is receiving, unless maxLoops
+// are stalled and the one more is running: that one does not stall on
+// paths (handleOpen).
 func (s *Supervisor) spawn() {
 	if s.receiving.Load() != 0 {
 		return
 	}
 	n := s.loops.Load()
 	if n > s.maxLoops || !s.loops.CompareAndSwap(n, n+1) {
-		return // the non-resolving loop runs (it does not stall on paths), or another spawn won
+		return
 	}
-	if n == s.maxLoops {
-		s.log.WithField("stalled", n).Warn("opens are stalled resolving their paths: further opens go to the kernel unresolved until one ends")
+	if s.stalled.Load() >= s.maxLoops {
+		s.log.WithField("stalled", s.stalled.Load()).Warn("calls are stalled (opens resolving their paths): further opens go to the kernel unresolved until one ends")
 	}
 	s.wg.Add(1) // the stalled loop's count is held until its stall timer is done
-	go s.loop(n < s.maxLoops)
+	go s.loop()
 }
 
 // receive takes the next notification into n. more is false once no
@@ -460,7 +461,8 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 // decision is made here, on the receiving thread; only a device open
 // leaves it.
 func (s *Supervisor) handleOpen(n *seccompNotif, sc *scratch, dirfd int32, pathPtr, flags uint64) {
-	if sc.noResolve {
+	if s.stalled.Load() >= s.maxLoops {
+		// Resolving could stall the last loop too.
 		s.pass(n.ID)
 		return
 	}
