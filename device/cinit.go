@@ -43,7 +43,7 @@ func cinitSetState(r *Request, v *ioctl.CInitSet) Result {
 		case cinitStarted:
 			// Another process is initialising: wait for it, but not
 			// forever; the caller decides from new_state.
-			d.wait.waitLocked(cinitWait, func() bool { return *state == cinitCompleted })
+			d.wait.waitLocked(cinitWait, r.Caller.Gone, func() bool { return *state == cinitCompleted })
 		}
 	case cinitCompleted:
 		if *state == cinitStarted {

@@ -70,7 +70,7 @@ func onSlot(r *Request, op func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Er
 
 func crwlReaderEnter(r *Request) Result {
 	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
-		if e := d.wait.waitLocked(crwlReaderWait, func() bool { return !s.writerAcquired }); e != 0 {
+		if e := d.wait.waitLocked(crwlReaderWait, r.Caller.Gone, func() bool { return !s.writerAcquired }); e != 0 {
 			return e
 		}
 		if e := validateCRWL(s, v.UUID, r.Caller.Tgid); e != 0 {
@@ -98,7 +98,7 @@ func crwlReaderExit(r *Request) Result {
 
 func crwlWriterEnter(r *Request) Result {
 	return onSlot(r, func(d *Device, s *crwlSlot, v ioctl.CRWL) syscall.Errno {
-		if e := d.wait.waitLocked(crwlWriterWait, func() bool { return !s.writerAcquired && s.readers == 0 }); e != 0 {
+		if e := d.wait.waitLocked(crwlWriterWait, r.Caller.Gone, func() bool { return !s.writerAcquired && s.readers == 0 }); e != 0 {
 			return e
 		}
 		s.writerAcquired = true

@@ -40,9 +40,29 @@ type Caller struct {
 	// Live says the tgid is a process of this host that the transport saw
 	// (not a test's made-up id): the system watches it for its exit.
 	Live bool
+	// Gone, when not nil, is closed once no answer can reach the caller
+	// any more: its call was withdrawn (a caller under the seccomp
+	// supervisor waits killably, unlike a FUSE caller). Every wait of the
+	// driver ends then, as at its budget or a fatal signal.
+	Gone <-chan struct{}
 }
 
-func (c Caller) fatal() bool { return c.FatalSignalPending != nil && c.FatalSignalPending() }
+func (c Caller) fatal() bool {
+	if c.gone() {
+		return true
+	}
+	return c.FatalSignalPending != nil && c.FatalSignalPending()
+}
+
+// gone reports whether Gone is closed.
+func (c Caller) gone() bool {
+	select {
+	case <-c.Gone:
+		return true
+	default:
+		return false
+	}
+}
 
 // Request is one ioctl as a handler sees it.
 type Request struct {

@@ -39,8 +39,10 @@ func (w *waiters) notifyLocked() {
 // waitLocked waits, with d.mu held on entry and on return but released
 // while sleeping, until ready() holds; it gives up with EBUSY after
 // budget. Signals do not end it: every such wait of the driver polls
-// with a bounded budget and never looks at them.
-func (w *waiters) waitLocked(budget time.Duration, ready func() bool) syscall.Errno {
+// with a bounded budget and never looks at them. A closed gone (the
+// caller's Caller.Gone: nobody is left to answer) ends it as the budget
+// would.
+func (w *waiters) waitLocked(budget time.Duration, gone <-chan struct{}, ready func() bool) syscall.Errno {
 	if ready() {
 		return 0
 	}
@@ -50,16 +52,21 @@ func (w *waiters) waitLocked(budget time.Duration, ready func() bool) syscall.Er
 		ch := w.changedLocked()
 		w.mu.Unlock()
 		lockrank.AssertUnlocked("device wait")
+		over := false
 		select {
 		case <-ch:
 		case <-deadline.C:
-			w.mu.Lock()
+			over = true
+		case <-gone:
+			over = true
+		}
+		w.mu.Lock()
+		if over {
 			if ready() {
 				return 0
 			}
 			return syscall.EBUSY
 		}
-		w.mu.Lock()
 	}
 	return 0
 }

@@ -6,15 +6,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// callerMemory reads and writes a client's address space with
-// process_vm_readv/writev, the way the driver uses copy_from_user and
-// copy_to_user: the kernel's restricted FUSE ioctl only copies _IOC_SIZE
-// bytes, while Neuron commands pass larger structs and nested pointers.
-type callerMemory struct{ pid int }
+// callerMemory reads and writes a client's address space, the way the
+// driver uses copy_from_user and copy_to_user: the kernel's restricted
+// FUSE ioctl only copies _IOC_SIZE bytes, while Neuron commands pass
+// larger structs and nested pointers.
+//
+// A FUSE caller is reached by its thread id (process_vm_readv/writev):
+// the id cannot change hands while the request is served, since a task
+// whose request the daemon has read waits for the reply uninterruptibly,
+// even when killed (the kernel's request_wait_answer; go-fuse sees only
+// an INTERRUPT, which ends no wait the daemon does not end itself), so
+// the task stays alive and keeps its id until the reply.
+//
+// A caller under the seccomp supervisor waits killably: it can die
+// mid-call and its id go to a new task. Its memory is reached through an
+// open of its /proc/TID/mem the supervisor made while its call was live
+// (chardev.Task.Mem), which keeps naming the dead caller's address space
+// (every access then fails) instead of the id's new owner's.
+type callerMemory struct {
+	pid int // the caller's thread id (FUSE)
+	// pinned: mem, not pid, reaches the caller; a negative mem reaches
+	// nothing (every access faults).
+	pinned bool
+	mem    int
+	// repin replaces mem when it reads nothing at all (chardev.Task.Repin).
+	repin func() int
+}
 
-func (m callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
+// pinnedMemory reaches the caller through mem, an open of its
+// /proc/TID/mem, replaced by repin's when needed.
+func pinnedMemory(mem int, repin func() int) callerMemory {
+	return callerMemory{pinned: true, mem: mem, repin: repin}
+}
+
+func (m *callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if m.pinned {
+		return m.pio(unix.Pread, p, addr)
 	}
 	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
@@ -25,15 +55,44 @@ func (m callerMemory) ReadAt(p []byte, addr uint64) (int, error) {
 	return n, err
 }
 
-func (m callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
+func (m *callerMemory) WriteAt(p []byte, addr uint64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if m.pinned {
+		return m.pio(unix.Pwrite, p, addr)
 	}
 	local := []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&p[0])), Len: uint64(len(p))}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
 	n, err := unix.ProcessVMWritev(m.pid, local, remote, 0)
 	if n < 0 {
 		n = 0
+	}
+	return n, err
+}
+
+// pio reads or writes the pinned memory at addr. The file stops short
+// where a page is not mapped (EIO there, a short count after some bytes)
+// and gives 0 once the address space is gone: all faults to a handler,
+// except that an address space gone while the call is live is the
+// caller's old one (it exec'd since mem was made), which repin replaces.
+func (m *callerMemory) pio(op func(int, []byte, int64) (int, error), p []byte, addr uint64) (int, error) {
+	if m.mem < 0 || int64(addr) < 0 {
+		return 0, unix.EFAULT
+	}
+	n, err := op(m.mem, p, int64(addr))
+	if n == 0 && err == nil && m.repin != nil {
+		m.repin, m.mem = nil, m.repin() // once: a fresh open that reads nothing is a dead caller's
+		if m.mem < 0 {
+			return 0, unix.EFAULT
+		}
+		n, err = op(m.mem, p, int64(addr))
+	}
+	if n < 0 {
+		n = 0
+	}
+	if n == 0 && err == nil {
+		err = unix.EFAULT
 	}
 	return n, err
 }

@@ -2,9 +2,13 @@ package fs
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // window returns a windowMemory over this process's buf, whose first
@@ -86,5 +90,47 @@ func TestWindowOutsideWritesGoThrough(t *testing.T) {
 	}
 	if m.wroteThrough {
 		t.Fatal("a write outside the window marked it")
+	}
+}
+
+// A pinned memory whose address space is gone (the caller exec'd since
+// the pin was cached) is replaced once through repin; without a
+// replacement, or when the replacement reads nothing either, the access
+// faults.
+func TestPinnedMemoryRepin(t *testing.T) {
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Skip("no sleep to make a process whose memory goes: ", err)
+	}
+	dead, err := unix.Open(fmt.Sprintf("/proc/%d/mem", child.Process.Pid), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	child.Process.Kill()
+	child.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dead)
+	self, err := unix.Open("/proc/self/mem", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(self)
+	user := []byte("pinned")
+	got := make([]byte, len(user))
+
+	repins := 0
+	m := pinnedMemory(dead, func() int { repins++; return self })
+	if n, err := m.ReadAt(got, addr(user, 0)); n != len(user) || err != nil || string(got) != "pinned" || repins != 1 {
+		t.Fatalf("read through a repinned memory: %d %v %q, %d repins", n, err, got, repins)
+	}
+	if n, err := m.WriteAt([]byte("PINNED"), addr(user, 0)); n != len(user) || err != nil || string(user) != "PINNED" || repins != 1 {
+		t.Fatalf("write after the repin: %d %v %q, %d repins", n, err, user, repins)
+	}
+	m = pinnedMemory(dead, func() int { return dead })
+	if n, err := m.ReadAt(got, addr(user, 0)); n != 0 || err == nil {
+		t.Fatalf("read of a gone address space: %d %v, want a fault", n, err)
+	}
+	m = pinnedMemory(dead, nil)
+	if n, err := m.WriteAt(got, addr(user, 0)); n != 0 || err == nil {
+		t.Fatalf("write to a gone address space: %d %v, want a fault", n, err)
 	}
 }

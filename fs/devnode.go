@@ -59,18 +59,21 @@ func (n *devNode) Ioctl(ctx context.Context, fh gofs.FileHandle, cmd uint32, arg
 	if !ok {
 		return 0, syscall.EBADF
 	}
-	return n.fsys.ioctl(ctx, df.f, n.fsys.caller(ctx), cmd, arg, input, output)
+	caller := n.fsys.caller(ctx)
+	return n.fsys.ioctl(ctx, df.f, caller, callerMemory{pid: int(caller.Tid)}, cmd, arg, input, output)
 }
 
 // ioctl is the one way a device ioctl reaches the driver, from a FUSE
 // request or from the seccomp supervisor (direct.go). input is what the
 // kernel copied in and output the buffer it copies back over the
 // caller's first _IOC_SIZE bytes at arg: both nil when no kernel copy
-// surrounds the call, so every access goes to the caller's memory.
-func (f *FS) ioctl(ctx context.Context, file *device.File, caller device.Caller, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {
+// surrounds the call, so every access goes to the caller's memory. um
+// reaches the caller's memory (callermem.go says how each transport
+// reaches it safely).
+func (f *FS) ioctl(ctx context.Context, file *device.File, caller device.Caller, um callerMemory, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {
 	defer f.watch.end(f.watch.begin(opIoctl, cmd, file.Dev.Index, caller.Tid, caller.Tgid))
 	call := &ioctlCall{
-		mem: windowMemory{callerMemory: callerMemory{pid: int(caller.Tid)}, start: arg},
+		mem: windowMemory{callerMemory: um, start: arg},
 		req: device.Request{Ctx: ctx, File: file, Cmd: cmd, Arg: arg, Caller: caller},
 	}
 	mem, req := &call.mem, &call.req

@@ -216,8 +216,11 @@ func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
 			o = nil // released meanwhile: the number was closed unseen
 		}
 	}
+	// Asked under the lock: ForgetProcess may close the pidfd, whose
+	// number could then name any other file.
+	live := o != nil && alive(p.pidfd)
 	x.mu.Unlock()
-	if o != nil && alive(p.pidfd) {
+	if live {
 		return o, true
 	}
 	found, ok := x.lookupFdinfo(tid, fd)
@@ -232,8 +235,9 @@ func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
 func (x *Direct) remember(tgid, fd int32, o *directOpen) {
 	x.mu.Lock()
 	p := x.procs[tgid]
+	live := p != nil && alive(p.pidfd) // under the lock, as in Lookup
 	x.mu.Unlock()
-	if p == nil || !alive(p.pidfd) {
+	if !live {
 		pidfd, err := unix.PidfdOpen(int(tgid), 0)
 		if err != nil {
 			return
@@ -313,11 +317,15 @@ func (x *Direct) lookupFdinfo(tid int32, fd int32) (any, bool) {
 	return o, true
 }
 
-// Ioctl serves ioctl(fd, cmd, arg) of task tid on an open Lookup found:
-// the result to return, or the errno.
-func (x *Direct) Ioctl(open any, tid int32, cmd uint32, arg uint64) (int64, syscall.Errno) {
+// Ioctl serves ioctl(fd, cmd, arg) of task t on an open Lookup found:
+// the result to return, or the errno. The caller's memory is reached
+// only through t.Mem, never by its thread id, which a killed caller's
+// successor may hold by the time a long command writes its answer.
+func (x *Direct) Ioctl(open any, t chardev.Task, cmd uint32, arg uint64) (int64, syscall.Errno) {
 	o := open.(*directOpen)
-	res, errno := x.fsys.ioctl(context.Background(), o.file, x.fsys.directCaller(tid), cmd, arg, nil, nil)
+	caller := x.fsys.directCaller(t.Tid)
+	caller.Gone = t.Gone
+	res, errno := x.fsys.ioctl(context.Background(), o.file, caller, pinnedMemory(t.Mem, t.Repin), cmd, arg, nil, nil)
 	if errno != 0 {
 		return 0, errno
 	}

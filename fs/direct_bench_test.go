@@ -37,9 +37,10 @@ func BenchmarkDirectIoctl(b *testing.B) {
 		}
 	})
 	open, _ := x.Lookup(tid, int32(fd))
+	self := selfTask(b)
 	b.Run("op=ioctl", func(b *testing.B) {
 		for b.Loop() {
-			if r, e := x.Ioctl(open, tid, ioctl.CmdDeviceBasicInfo, arg); r != 0 || e != 0 {
+			if r, e := x.Ioctl(open, self, ioctl.CmdDeviceBasicInfo, arg); r != 0 || e != 0 {
 				b.Fatal(r, e)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/fs/testutil"
+	"github.com/neuronfs/neuronfs/internal/chardev"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 
@@ -28,6 +29,17 @@ func init() {
 // noticed (the close event, or else the periodic check), then the
 // driver's release.
 func directReleased(sys *device.System) time.Duration { return fs.DirectRescan + sys.ReleaseBudget() }
+
+// selfTask is this test's own process as the caller of Direct.Ioctl.
+func selfTask(t testing.TB) chardev.Task {
+	t.Helper()
+	mem, err := unix.Open("/proc/self/mem", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(mem) })
+	return chardev.Task{Tid: int32(unix.Gettid()), Mem: mem}
+}
 
 // startDirect mounts a trn2.48xlarge and serves its devices through a
 // Direct, closed when the test ends.
@@ -60,12 +72,12 @@ func TestDirectIoctlAndMmap(t *testing.T) {
 	if _, ok := x.Lookup(tid, 0); ok {
 		t.Fatal("fd 0 found as a direct open")
 	}
-	if r, e := x.Ioctl(open, tid, ioctl.CmdDeviceBasicInfo, uint64(uintptr(unsafe.Pointer(&bi)))); r != 0 || e != 0 || bi.Architecture == 0 {
+	if r, e := x.Ioctl(open, selfTask(t), ioctl.CmdDeviceBasicInfo, uint64(uintptr(unsafe.Pointer(&bi)))); r != 0 || e != 0 || bi.Architecture == 0 {
 		t.Fatalf("DEVICE_BASIC_INFO: %d %v %+v", r, e, bi)
 	}
 	// No kernel copy surrounds the call: the handler's own copy-out
 	// fails, as the driver's would.
-	if r, e := x.Ioctl(open, tid, ioctl.CmdDeviceBasicInfo, 0); r == 0 && e == 0 {
+	if r, e := x.Ioctl(open, selfTask(t), ioctl.CmdDeviceBasicInfo, 0); r == 0 && e == 0 {
 		t.Error("DEVICE_BASIC_INFO at NULL succeeded")
 	}
 	pa := d.Sys.Arch.HostBase + 1<<32 - 4096 // the page the self-test uses

@@ -22,14 +22,45 @@ func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint
 		return
 	}
 	id, tid := n.ID, n.Pid
+	waits := s.direct.Waits(cmd)
 	serve := func() {
+		t := Task{Tid: int32(tid), Mem: -1}
+		pin, err := s.pins.get(tid)
+		if err == nil {
+			defer func() { s.pins.put(pin) }()
+			t.Mem = pin.mem
+			t.Repin = func() int {
+				fresh, err := s.pins.repin(tid, pin)
+				if err != nil {
+					return -1
+				}
+				s.pins.put(pin)
+				pin = fresh
+				if !s.valid(id) {
+					return -1
+				}
+				return pin.mem
+			}
+		} else {
+			// The caller is gone (then the check below says so), or its
+			// memory is not the daemon's to reach: then neither was it
+			// by process_vm_*, and every access faults.
+			s.log.WithError(err).Debug("ioctl of a device descriptor: serving it without the caller's memory")
+		}
+		// The pin is of whichever task had the number: the call still
+		// being live after it proves that was the caller.
 		if !s.valid(id) {
 			return
 		}
-		val, errno := s.direct.Ioctl(file, int32(tid), cmd, arg)
+		if waits {
+			gone, stop := s.watch(id)
+			defer stop()
+			t.Gone = gone
+		}
+		val, errno := s.direct.Ioctl(file, t, cmd, arg)
 		s.respond(id, val, errno, 0)
 	}
-	if s.direct.Waits(cmd) {
+	if waits {
 		s.slow(serve)
 		return
 	}

@@ -90,12 +90,20 @@ type Supervisor struct {
 	wg sync.WaitGroup
 	// receiving counts the loops waiting for a notification.
 	receiving atomic.Int32
+	// loops counts the receiving loops, stalled those past stallAfter on
+	// one notification; maxLoops bounds the stalled ones (see loop).
+	loops    atomic.Int32
+	stalled  atomic.Int32
+	maxLoops int32
 
 	// mu guards reserved: descriptor numbers chosen for a device
 	// descriptor whose installation is under way, so two installations
 	// never pick the same number. Never held across the installation.
 	mu       lockrank.Mutex[lockrank.Transport]
 	reserved map[uint32]bool
+
+	// pins are the callers' memory, for Direct's ioctls.
+	pins *memPins
 }
 
 // Config describes the devices a supervisor redirects.
@@ -122,7 +130,9 @@ type Direct interface {
 	// Lookup finds the open behind task tid's descriptor fd, if fd is a
 	// device descriptor.
 	Lookup(tid int32, fd int32) (file any, ok bool)
-	Ioctl(file any, tid int32, cmd uint32, arg uint64) (int64, unix.Errno)
+	// Ioctl serves an ioctl of task t, whose memory it reaches through
+	// t.Mem only.
+	Ioctl(file any, t Task, cmd uint32, arg uint64) (int64, unix.Errno)
 	// Waits reports whether command cmd may wait for long (for another
 	// caller, a reset, a deadline): it is then served off the receiving
 	// thread.
@@ -149,7 +159,7 @@ type fileID struct{ dev, ino uint64 }
 // the notifier's CPU, so each further receiver made every notification pay
 // for a thread that woke and slept again.
 func Serve(cfg Config) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}, maxLoops: MaxResolvingLoops, pins: newMemPins()}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -182,8 +192,10 @@ func Serve(cfg Config) error {
 		s.log.WithError(e).Debug("seccomp: no synchronous wake-up (Linux < 6.6); polling the listener")
 	}
 	s.wg.Add(1)
+	s.loops.Add(1)
 	go s.loop()
 	s.wg.Wait()
+	s.pins.close()
 	return unix.Close(s.listener)
 }
 
@@ -192,6 +204,11 @@ func Serve(cfg Config) error {
 type scratch struct {
 	path [unix.PathMax + 64]byte
 	buf  [4096]byte
+	// resolving is the id of the open whose path the loop is resolving
+	// (0: none): whoever swaps it to 0 first answers the open, the loop
+	// when the resolution ends or the stall timer at ResolveBound.
+	resolving    atomic.Uint64
+	resolvingTid atomic.Uint32 // its caller, for the log
 }
 
 // stallAfter is how long the receiving thread may spend on one
@@ -200,6 +217,17 @@ type scratch struct {
 // process serves waits for that process, which may itself be waiting for
 // an open of its own to be answered.
 const stallAfter = 50 * time.Millisecond
+
+// ResolveBound is how long an open's path may take to resolve before
+// the open is answered CONTINUE: the kernel then does the open itself
+// (a device node's fails, as it would without the supervisor), and the
+// caller no longer waits on the supervisor.
+const ResolveBound = time.Second
+
+// MaxResolvingLoops bounds the stalled loops: each holds its OS thread
+// until what stalled it (a path lookup) ends. With that many stalled, one
+// more loop serves the rest and answers opens without resolving them.
+const MaxResolvingLoops = 8
 
 // loop receives and answers notifications on its own OS thread. Calls
 // that cannot concern a device (the path of an open does not name one, a
@@ -210,19 +238,33 @@ const stallAfter = 50 * time.Millisecond
 // Normally one loop runs. When a loop has spent stallAfter on one
 // notification and no other is receiving, another starts; a loop that
 // finishes a notification while another is receiving ends, so the count
-// goes back to one.
+// goes back to one. At most maxLoops loops stall: with that many
+// stalled, the one more loop that starts answers opens CONTINUE without
+// resolving them (until a stalled one ends), so the supervisor's threads
+// stay bounded while every other call is still served. An open still
+// resolving after ResolveBound is answered CONTINUE.
 func (s *Supervisor) loop() {
 	defer s.wg.Done()
+	defer s.loops.Add(-1)
 	// A thread of its own: a goroutine moved between threads would be
 	// rescheduled behind other goroutines on every notification.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	sc := new(scratch)
 	fired := make(chan struct{}, 1)
+	finished := make(chan struct{}, 1) // the notification was answered
 	stall := time.AfterFunc(time.Hour, func() {
-		if s.receiving.Load() == 0 {
-			s.wg.Add(1) // this loop's count is held until fired is read
-			go s.loop()
+		s.stalled.Add(1) // until the loop has read fired
+		s.spawn()
+		if id := sc.resolving.Load(); id != 0 {
+			select {
+			case <-finished:
+			case <-time.After(ResolveBound - stallAfter):
+				if sc.resolving.CompareAndSwap(id, 0) {
+					s.log.WithFields(logrus.Fields{"tid": sc.resolvingTid.Load(), "bound": ResolveBound}).Warn("an open's path is still resolving: the kernel opens it itself")
+					s.pass(id)
+				}
+			}
 		}
 		fired <- struct{}{}
 	})
@@ -241,12 +283,36 @@ func (s *Supervisor) loop() {
 		stall.Reset(stallAfter)
 		s.handle(&n, sc)
 		if !stall.Stop() {
+			finished <- struct{}{}
 			<-fired
+			s.stalled.Add(-1)
+			select {
+			case <-finished: // not waited for
+			default:
+			}
 		}
 		if s.receiving.Load() > 0 {
 			return
 		}
 	}
+}
+
+// spawn starts another loop when none is receiving, unless maxLoops
+// are stalled and the one more is running: that one does not stall on
+// paths (handleOpen).
+func (s *Supervisor) spawn() {
+	if s.receiving.Load() != 0 {
+		return
+	}
+	n := s.loops.Load()
+	if n > s.maxLoops || !s.loops.CompareAndSwap(n, n+1) {
+		return
+	}
+	if s.stalled.Load() >= s.maxLoops {
+		s.log.WithField("stalled", s.stalled.Load()).Warn("calls are stalled (opens resolving their paths): further opens go to the kernel unresolved until one ends")
+	}
+	s.wg.Add(1) // the stalled loop's count is held until its stall timer is done
+	go s.loop()
 }
 
 // receive takes the next notification into n. more is false once no
@@ -357,6 +423,7 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 		}
 		s.pass(n.ID)
 	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		s.pins.execed()
 		if s.direct != nil {
 			s.direct.ForgetProcess(int32(n.Pid))
 		}
@@ -401,14 +468,24 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 // decision is made here, on the receiving thread; only a device open
 // leaves it.
 func (s *Supervisor) handleOpen(n *seccompNotif, sc *scratch, dirfd int32, pathPtr, flags uint64) {
-	path, err := readPath(n.Pid, pathPtr, sc.buf[:])
-	if err != nil || flags&unix.O_PATH != 0 {
+	if s.stalled.Load() >= s.maxLoops {
+		// Resolving could stall the last loop too.
 		s.pass(n.ID)
 		return
 	}
-	// Not checked for validity yet: a pass is harmless whatever the
-	// target turned out to be.
-	minor, ok := s.resolve(sc, n.Pid, dirfd, path, flags&unix.O_NOFOLLOW != 0)
+	sc.resolvingTid.Store(n.Pid)
+	sc.resolving.Store(n.ID)
+	path, err := readPath(n.Pid, pathPtr, sc.buf[:])
+	var minor int
+	ok := false
+	if err == nil && flags&unix.O_PATH == 0 {
+		// Not checked for validity yet: a pass is harmless whatever the
+		// target turned out to be.
+		minor, ok = s.resolve(sc, n.Pid, dirfd, path, flags&unix.O_NOFOLLOW != 0)
+	}
+	if !sc.resolving.CompareAndSwap(n.ID, 0) {
+		return // answered CONTINUE at ResolveBound
+	}
 	if !ok {
 		s.pass(n.ID)
 		return
@@ -812,7 +889,19 @@ func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, sc *scratch, dirfd int
 // with the device number the node stands for (a stand-in's is 0:0).
 func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx bool, mask uint32) {
 	minor, ok := s.ourFD(n.Pid, fd)
-	if !ok || !s.valid(n.ID) {
+	if !ok {
+		s.pass(n.ID)
+		return
+	}
+	// The answer is written through a pin of the caller, checked after
+	// it: a caller killed meanwhile has its id reused at once.
+	pin, err := s.pins.get(n.Pid)
+	if err != nil {
+		s.pass(n.ID)
+		return
+	}
+	defer func() { s.pins.put(pin) }()
+	if !s.valid(n.ID) {
 		s.pass(n.ID)
 		return
 	}
@@ -834,7 +923,20 @@ func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx b
 		st.Rdev = unix.Mkdev(s.major, uint32(minor))
 		out = unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
 	}
-	if err := writeMem(n.Pid, buf, out); err != nil {
+	k, err := unix.Pwrite(pin.mem, out, int64(buf))
+	if k == 0 && err == nil {
+		// The pin's address space is gone while the call is live: the
+		// caller exec'd since it was cached.
+		fresh, rerr := s.pins.repin(n.Pid, pin)
+		if rerr == nil {
+			s.pins.put(pin)
+			pin = fresh
+			if s.valid(n.ID) {
+				k, err = unix.Pwrite(pin.mem, out, int64(buf))
+			}
+		}
+	}
+	if err != nil || k < len(out) {
 		s.respond(n.ID, 0, unix.EFAULT, 0)
 		return
 	}
@@ -871,16 +973,6 @@ func readMem(pid uint32, addr uint64, p []byte) (int, error) {
 	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
 	return unix.ProcessVMReadv(int(pid), local, remote, 0)
-}
-
-func writeMem(pid uint32, addr uint64, p []byte) error {
-	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
-	n, err := unix.ProcessVMWritev(int(pid), local, remote, 0)
-	if err == nil && n < len(p) {
-		err = unix.EFAULT
-	}
-	return err
 }
 
 func readStruct[T any](pid uint32, addr uint64, v *T) error {
