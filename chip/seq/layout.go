@@ -68,9 +68,22 @@ const (
 	offTSImm1     = 0x2C // 4 bytes
 	offTSDst      = 0x30 // TENSOR3D
 
+	// TENSOR_TENSOR (S3S3D3_TT).
+	offTTDtypes   = 0x0C // src0 low nibble, src1 high nibble
+	offTTOutDtype = 0x0D
+	offTTOp       = 0x0E
+	offTTChannels = 0x0F
+	offTTSrc0     = 0x10 // TENSOR3D
+	offTTSrc1     = 0x20 // TENSOR3D
+	offTTDst      = 0x30 // TENSOR3D
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
+
+	// Inside a TENSOR4D.
+	offT4Step = 0x04 // int16[4], elements
+	offT4Num  = 0x0C // uint16[4]
 )
 
 // Field is one layout fact: where a field sits and how sure we are.
@@ -138,6 +151,13 @@ var Layout = []Field{
 	{"TS_ARITH", "imm0", offTSImm0, 4, "59818285506", true},
 	{"TS_ARITH", "imm1", offTSImm1, 4, "59818285506", true},
 	{"TS_ARITH", "dst_mem_pattern", offTSDst, 16, "59818285506", true},
+	{"TT", "in0_in1_dtype", offTTDtypes, 1, "59668120065", true},
+	{"TT", "out_dtype", offTTOutDtype, 1, "59668120065", true},
+	{"TT", "op", offTTOp, 1, "59668120065", true},
+	{"TT", "num_active_channels", offTTChannels, 1, "59668120065", true},
+	{"TT", "src0_mem_pattern", offTTSrc0, 16, "59668120065", true},
+	{"TT", "src1_mem_pattern", offTTSrc1, 16, "59668120065", true},
+	{"TT", "dst_mem_pattern", offTTDst, 16, "59668120065", true},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},

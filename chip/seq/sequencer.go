@@ -406,15 +406,17 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, er
 		if next, err = r.branch(pc, rec.Branch()); err != nil {
 			return 0, 0, false, err
 		}
-	case OpTensorScalar:
-		skipped, stopped, err := r.tensorScalar(rec)
-		switch {
-		case err != nil:
-			return 0, 0, false, err
-		case stopped:
-			return 0, 0, false, errStopped
+	default:
+		if h := computeOps[op]; h != nil {
+			skipped, stopped, err := h(r, rec)
+			switch {
+			case err != nil:
+				return 0, 0, false, err
+			case stopped:
+				return 0, 0, false, errStopped
+			}
+			emulated = skipped == ""
 		}
-		emulated = skipped == ""
 	}
 	if c := rec.DebugCmd(); c != DebugNone {
 		r.notify(Notification{Kind: NotifyDebug, Engine: r.cfg.Engine, PC: pc, Hint: rec.DebugHint(), DebugCmd: c})
@@ -429,6 +431,21 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, er
 		}
 	}
 	return next, st, false, nil
+}
+
+// computeRecord runs one compute record. It returns why a valid record
+// was only counted ("" if it ran), whether the run was stopped in the
+// middle of it, and an error that stops the engine (a field the
+// validators reject, memory outside the on-chip regions).
+type computeRecord func(r *run, rec *Record) (skipped string, stopped bool, err error)
+
+// computeOps are the compute records interpreted, by opcode; their
+// opcodes are ClassCompute in the opcode table (a test keeps the two in
+// step). Every other real opcode is counted, not emulated.
+var computeOps = map[Opcode]computeRecord{
+	OpTensorScalar:       (*run).tensorScalar,
+	OpTensorTensor:       (*run).tensorTensor,
+	OpTensorTensorBitvec: (*run).tensorTensor,
 }
 
 // errStopped is how a record that checks for the end of the run midway

@@ -204,11 +204,11 @@ func (r *run) tensorScalar(rec *Record) (skipped string, stopped bool, err error
 		return "no on-chip memory", false, nil
 	}
 	n := int(ts.Channels)
-	src, ok1, err := r.placeTensor(ts.Src, ts.InDtype, n, mem)
+	src, ok1, err := r.placeTensor(ts.Src.t4(), ts.InDtype, n, mem)
 	if err != nil {
 		return "", false, err
 	}
-	dst, ok2, err := r.placeTensor(ts.Dst, ts.OutDtype, n, mem)
+	dst, ok2, err := r.placeTensor(ts.Dst.t4(), ts.OutDtype, n, mem)
 	if err != nil {
 		return "", false, err
 	}
@@ -255,7 +255,7 @@ func (r *run) resolveScalar(s *scalar, src ImmSrc, v uint32, n int, mem OnChip) 
 	if v > AddrMask {
 		return fmt.Errorf("%w: scalar pointer %#x", ErrAperture, v)
 	}
-	pl, _, err := r.placeTensor(Tensor3D{Start: v, Num: [3]uint16{1, 1, 1}}, DtypeFP32, n, mem)
+	pl, _, err := r.placeTensor(Tensor4D{Start: v, Num: [4]uint16{1, 1, 1, 1}}, DtypeFP32, n, mem)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (r *run) computeTS(ts *TensorScalar, src, dst place, s0, s1 scalar, mem OnC
 				return false, err // memory the host refused
 			}
 		}
-		sc, dc := newCursor(ts.Src, src), newCursor(ts.Dst, dst)
+		sc, dc := newCursor(ts.Src.t4(), src), newCursor(ts.Dst.t4(), dst)
 		for range count {
 			if budget--; budget == 0 {
 				budget = checkEvery
