@@ -77,6 +77,18 @@ const (
 	offTTSrc1     = 0x20 // TENSOR3D
 	offTTDst      = 0x30 // TENSOR3D
 
+	// S4D4_TR: COPY, CAST, RECIPROCAL, TENSOR_REDUCE.
+	offTRSrc      = 0x0C // TENSOR4D
+	offTRInDtype  = 0x20
+	offTROutDtype = 0x21
+	offTRChannels = 0x22
+	offTRNegated  = 0x23
+	offTROp       = 0x24
+	offTROpDim    = 0x25
+	offTRMask     = 0x26
+	offTRReserved = 0x27 // 5 bytes
+	offTRDst      = 0x2C // TENSOR4D
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
@@ -158,7 +170,20 @@ var Layout = []Field{
 	{"TT", "src0_mem_pattern", offTTSrc0, 16, "59668120065", true},
 	{"TT", "src1_mem_pattern", offTTSrc1, 16, "59668120065", true},
 	{"TT", "dst_mem_pattern", offTTDst, 16, "59668120065", true},
+	{"S4D4_TR", "src_mem_pattern", offTRSrc, 20, "59979245665", true},
+	{"S4D4_TR", "in_dtype", offTRInDtype, 1, "59979245665", true},
+	{"S4D4_TR", "out_dtype", offTROutDtype, 1, "59979245665", true},
+	{"S4D4_TR", "num_active_channels", offTRChannels, 1, "59979245665", true},
+	{"S4D4_TR", "negated", offTRNegated, 1, "59979245665", true},
+	{"S4D4_TR", "op", offTROp, 1, "59979245665", true},
+	{"S4D4_TR", "op_dim", offTROpDim, 1, "59979245665", true},
+	{"S4D4_TR", "mask_enable", offTRMask, 1, "59979245665", true},
+	{"S4D4_TR", "reserved1", offTRReserved, 5, "59979245665", true},
+	{"S4D4_TR", "dst_mem_pattern", offTRDst, 20, "59979245665", true},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},
+	{"TENSOR4D", "start_addr", 0, 4, "59979245665", true},
+	{"TENSOR4D", "step_elem", offT4Step, 8, "59979245665", true},
+	{"TENSOR4D", "num_elem", offT4Num, 8, "59979245665", true},
 }

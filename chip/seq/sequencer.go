@@ -446,6 +446,9 @@ var computeOps = map[Opcode]computeRecord{
 	OpTensorScalar:       (*run).tensorScalar,
 	OpTensorTensor:       (*run).tensorTensor,
 	OpTensorTensorBitvec: (*run).tensorTensor,
+	OpCopy:               (*run).move,
+	OpCast:               (*run).move,
+	OpReciprocal:         (*run).move,
 }
 
 // errStopped is how a record that checks for the end of the run midway
