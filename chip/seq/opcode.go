@@ -96,6 +96,7 @@ var named = []struct {
 	{OpTensorTensorBitvec, "TENSOR_TENSOR_BITVEC", ClassCompute},
 	{OpTensorScalar, "TENSOR_SCALAR_ARITH", ClassCompute},
 	{OpPool, "POOL", ClassNotEmulated},
+	{OpTensorReduce, "TENSOR_REDUCE_ARITH", ClassCompute},
 	{OpCopy, "COPY", ClassCompute},
 	{OpCast, "CAST", ClassCompute},
 	{OpReciprocal, "RECIPROCAL", ClassCompute},

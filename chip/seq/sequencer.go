@@ -449,6 +449,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpCopy:               (*run).move,
 	OpCast:               (*run).move,
 	OpReciprocal:         (*run).move,
+	OpTensorReduce:       (*run).tensorReduce,
 }
 
 // errStopped is how a record that checks for the end of the run midway
