@@ -89,6 +89,25 @@ const (
 	offTRReserved = 0x27 // 5 bytes
 	offTRDst      = 0x2C // TENSOR4D
 
+	// MEMSET (D4_MR).
+	offMRReserved = 0x0C // 16 bytes
+	offMRCount    = 0x1C // u32
+	offMRDtype    = 0x20
+	offMRChannels = 0x22
+	offMRSerial   = 0x24
+	offMRValue    = 0x28 // u32
+	offMRDst      = 0x2C // TENSOR4D
+
+	// IOTA (D4_IOTA).
+	offIotaData     = 0x0C // DATA4D: base i32, step i16[4], num u16[4]
+	offIotaRes0     = 0x20
+	offIotaOutDtype = 0x21
+	offIotaChannels = 0x22
+	offIotaRes1     = 0x23
+	offIotaChanMul  = 0x24 // i32
+	offIotaRes2     = 0x28 // 4 bytes
+	offIotaDst      = 0x2C // TENSOR4D
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
@@ -180,6 +199,21 @@ var Layout = []Field{
 	{"S4D4_TR", "mask_enable", offTRMask, 1, "59979245665", true},
 	{"S4D4_TR", "reserved1", offTRReserved, 5, "59979245665", true},
 	{"S4D4_TR", "dst_mem_pattern", offTRDst, 20, "59979245665", true},
+	{"MEMSET", "reserved0", offMRReserved, 16, "60172155822", true},
+	{"MEMSET", "dst_element_count", offMRCount, 4, "60172155822", true},
+	{"MEMSET", "dtype", offMRDtype, 1, "60172155822", true},
+	{"MEMSET", "num_active_channels", offMRChannels, 1, "60172155822", true},
+	{"MEMSET", "serialization_mode", offMRSerial, 1, "60172155822", true},
+	{"MEMSET", "set_value", offMRValue, 4, "60172155822", true},
+	{"MEMSET", "dst_mem_pattern", offMRDst, 20, "60172155822", true},
+	{"IOTA", "src_data_pattern", offIotaData, 20, "59921122295", true},
+	{"IOTA", "reserved0", offIotaRes0, 1, "59921122295", true},
+	{"IOTA", "out_dtype", offIotaOutDtype, 1, "59921122295", true},
+	{"IOTA", "num_active_channels", offIotaChannels, 1, "59921122295", true},
+	{"IOTA", "reserved1", offIotaRes1, 1, "59921122295", true},
+	{"IOTA", "channel_multiplier", offIotaChanMul, 4, "59921122295", true},
+	{"IOTA", "reserved2", offIotaRes2, 4, "59921122295", true},
+	{"IOTA", "dst_mem_pattern", offIotaDst, 20, "59921122295", true},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},

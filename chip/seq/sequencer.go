@@ -450,6 +450,8 @@ var computeOps = map[Opcode]computeRecord{
 	OpCast:               (*run).move,
 	OpReciprocal:         (*run).move,
 	OpTensorReduce:       (*run).tensorReduce,
+	OpMemset:             (*run).memset,
+	OpIota:               (*run).iota,
 }
 
 // errStopped is how a record that checks for the end of the run midway
