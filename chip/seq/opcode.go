@@ -15,6 +15,7 @@ const (
 	OpActivate         Opcode = 0x21
 	OpActivateQuantize Opcode = 0x22
 	OpActTableLoad     Opcode = 0x23
+	OpActivate2        Opcode = 0x25 // V4+: its source and destination offsets are not read
 	OpExponential      Opcode = 0x30
 	OpTensorTensor     Opcode = 0x41
 	OpTensorScalar     Opcode = 0x43
@@ -84,13 +85,14 @@ var named = []struct {
 	name  string
 	class Class
 }{
-	{OpLdWeights, "LDWEIGHTS", ClassNotEmulated},
-	{OpMatmul, "MATMUL", ClassNotEmulated},
+	{OpLdWeights, "LDWEIGHTS", ClassCompute},
+	{OpMatmul, "MATMUL", ClassCompute},
 	{OpMatmulSparse, "MATMUL_SPARSE", ClassNotEmulated},
 	{OpMatmulMX, "MATMUL_MX", ClassNotEmulated},
 	{OpActivate, "ACTIVATE", ClassNotEmulated},
 	{OpActivateQuantize, "ACTIVATE_QUANTIZE", ClassNotEmulated},
 	{OpActTableLoad, "ACTIVATION_TABLE_LOAD", ClassNotEmulated},
+	{OpActivate2, "ACTIVATE2", ClassNotEmulated},
 	{OpExponential, "EXPONENTIAL", ClassNotEmulated},
 	{OpTensorTensor, "TENSOR_TENSOR_ARITH", ClassCompute},
 	{OpTensorTensorBitvec, "TENSOR_TENSOR_BITVEC", ClassCompute},

@@ -27,6 +27,7 @@ type Config struct {
 	Tracer     Tracer             // nil: no execution trace (trace.go)
 	TraceLimit int                // events per run; 0: DefaultTraceLimit
 	OnChip     OnChip             // the core's SBUF and PSUM; nil: compute records are only counted
+	Gen        Generation         // the record layouts that differ by generation; 0: DefaultGeneration
 }
 
 // Program is one run's image: the engine starts at Start and may fetch
@@ -56,6 +57,8 @@ type Result struct {
 type Sequencer struct {
 	cfg    Config
 	regs   [256]uint32 // the register file; only the running goroutine touches it
+	pe     *peState    // PE: latched weights, as regs, across records and runs
+	act    *actState   // ACT: the per-partition accumulators, likewise
 	status atomic.Pointer[Status]
 	counts counters
 }
@@ -79,9 +82,10 @@ func (s *Sequencer) Status() Status { return *s.status.Load() }
 // Counts returns the engine's totals.
 func (s *Sequencer) Counts() Counts { return s.counts.snapshot() }
 
-// ResetRegisters clears the register file, as NC_RESET does; call it only
-// between runs.
-func (s *Sequencer) ResetRegisters() { s.regs = [256]uint32{} }
+// ResetRegisters clears the register file, and the engine's other state
+// (the PE's latched weights, the ACT's accumulators), as NC_RESET does;
+// call it only between runs.
+func (s *Sequencer) ResetRegisters() { s.regs, s.pe, s.act = [256]uint32{}, nil, nil }
 
 func (s *Sequencer) publish(st State, pc uint64, op Opcode, w Wait, f *Fault) {
 	s.status.Store(&Status{Engine: s.cfg.Engine, State: st, PC: pc, Op: op, Wait: w, Fault: f})
@@ -452,6 +456,8 @@ var computeOps = map[Opcode]computeRecord{
 	OpTensorReduce:       (*run).tensorReduce,
 	OpMemset:             (*run).memset,
 	OpIota:               (*run).iota,
+	OpLdWeights:          (*run).ldWeights,
+	OpMatmul:             (*run).matmul,
 }
 
 // errStopped is how a record that checks for the end of the run midway

@@ -1,0 +1,289 @@
+package seq
+
+import "fmt"
+
+// The PE array: LDWEIGHTS (0x01) latches a stationary tile of K
+// partitions × M elements; MATMUL (0x02) streams a moving tile of K
+// partitions × N elements through it and writes
+// dst[m, n] (+)= Σ_k stat[k, m]·mov[k, n] to PSUM in fp32: the
+// contraction runs over partitions, the output partition is the
+// stationary column (59686003097, 59768285956; NKI 56130734486). The
+// guesses G-PE1..G-PE7 are in docs/isa.md.
+
+// LdWeights is a decoded LDWEIGHTS record.
+type LdWeights struct {
+	Src            Tensor3D
+	InDtype        Dtype
+	Transpose      uint8
+	PerfOpt        uint8
+	Rows, Cols     uint8 // num_active_rows (K, partitions), num_active_cols (M)
+	RowGrp, ColGrp uint8 // quadrant masks: the latch's key (G-PE1)
+	BgXpose, Flags uint8 // V4 only
+}
+
+// Matmul is a decoded MATMUL record.
+type Matmul struct {
+	Src            Tensor3D // the moving tile
+	InDtype        Dtype
+	FP32Mode       uint8
+	Transpose      uint8
+	PerfOpt        uint8
+	OutDtype       Dtype // V3/V4; 0 on V2 (fp32)
+	Flags          uint8 // V4 MATMUL_FLAGS
+	Accum          uint8 // psum_accumulate_flags
+	RowGrp, ColGrp uint8
+	Dst            Tensor3D // PSUM
+}
+
+func (r *Record) ldWeights(l *peLayout) LdWeights {
+	return LdWeights{
+		Src: r.tensor3D(l.lwSrc), InDtype: Dtype(r[l.lwInDtype]), Transpose: r.byteAt(l.lwTranspose),
+		PerfOpt: r.byteAt(l.lwPerfOpt), Rows: r[l.lwRows], Cols: r[l.lwCols],
+		RowGrp: r[l.lwRowGrp], ColGrp: r[l.lwColGrp], BgXpose: r.byteAt(l.lwBgXpose), Flags: r.byteAt(l.lwFlags),
+	}
+}
+
+func (r *Record) matmul(l *peLayout) Matmul {
+	return Matmul{
+		Src: r.tensor3D(l.mmSrc), InDtype: Dtype(r[l.mmInDtype]), FP32Mode: r[l.mmFP32Mode],
+		Transpose: r.byteAt(l.mmTranspose), PerfOpt: r.byteAt(l.mmPerfOpt), OutDtype: Dtype(r.byteAt(l.mmOutDtype)),
+		Flags: r.byteAt(l.mmFlags), Accum: r[l.mmAccum], RowGrp: r[l.mmRowGrp], ColGrp: r[l.mmColGrp],
+		Dst: r.tensor3D(l.mmDst),
+	}
+}
+
+// NewLdWeights lays w out as generation g's LDWEIGHTS record.
+func NewLdWeights(g Generation, w LdWeights) *Record {
+	l := peLayouts[g]
+	r := NewRecord(OpLdWeights)
+	r.putTensor3D(l.lwSrc, w.Src)
+	r[l.lwInDtype], r[l.lwRows], r[l.lwCols], r[l.lwRowGrp], r[l.lwColGrp] = byte(w.InDtype), w.Rows, w.Cols, w.RowGrp, w.ColGrp
+	r.setByteAt(l.lwTranspose, w.Transpose)
+	r.setByteAt(l.lwPerfOpt, w.PerfOpt)
+	r.setByteAt(l.lwBgXpose, w.BgXpose)
+	r.setByteAt(l.lwFlags, w.Flags)
+	return r
+}
+
+// NewMatmul lays m out as generation g's MATMUL record.
+func NewMatmul(g Generation, m Matmul) *Record {
+	l := peLayouts[g]
+	r := NewRecord(OpMatmul)
+	r.putTensor3D(l.mmSrc, m.Src)
+	r.putTensor3D(l.mmDst, m.Dst)
+	r[l.mmInDtype], r[l.mmFP32Mode], r[l.mmAccum], r[l.mmRowGrp], r[l.mmColGrp] = byte(m.InDtype), m.FP32Mode, m.Accum, m.RowGrp, m.ColGrp
+	r.setByteAt(l.mmTranspose, m.Transpose)
+	r.setByteAt(l.mmPerfOpt, m.PerfOpt)
+	r.setByteAt(l.mmOutDtype, byte(m.OutDtype))
+	r.setByteAt(l.mmFlags, m.Flags)
+	return r
+}
+
+// The accumulate byte (59674815273, 59686003097): bit 0 starts a group
+// (the result overwrites PSUM), otherwise it adds to PSUM; 5 and 7 are
+// illegal.
+const (
+	AccumStart uint8 = 1
+	AccumStop  uint8 = 2
+	AccumAdd   uint8 = 4
+)
+
+// peTile is one latched stationary tile: w[k*Partitions+m].
+type peTile struct {
+	rows, cols int
+	w          [Partitions * Partitions]float32
+}
+
+// peState is the PE's state across records and runs: its latched tiles
+// by quadrant masks, and a scratch accumulator reused by every MATMUL.
+type peState struct {
+	tiles map[uint16]*peTile // nil entry: the last load there was not emulated
+	acc   []float32
+}
+
+func tileKey(rowGrp, colGrp uint8) uint16 { return uint16(rowGrp)<<8 | uint16(colGrp) }
+
+func (r *run) peLayout() *peLayout {
+	g := r.cfg.Gen
+	if g == 0 {
+		g = DefaultGeneration
+	}
+	return peLayouts[g]
+}
+
+// peDtype is the validators' dtype rule for a PE operand, and whether
+// this package computes it: bf16 and fp16 exactly; fp32 (two passes,
+// G-PE4) and fp8 are counted.
+func peDtype(d Dtype) (computed bool, err error) {
+	if _, ok := d.info(); !ok || d == DtypeFP32R {
+		return false, fmt.Errorf("%w: PE dtype %v", ErrOperand, d)
+	}
+	return d == DtypeBF16 || d == DtypeFP16, nil
+}
+
+// ldWeights runs an LDWEIGHTS record.
+func (r *run) ldWeights(rec *Record) (skipped string, stopped bool, err error) {
+	l := r.peLayout()
+	if l == nil {
+		return fmt.Sprintf("generation %d", r.cfg.Gen), false, nil
+	}
+	w := rec.ldWeights(l)
+	mem := r.cfg.OnChip
+	if mem == nil {
+		return "no on-chip memory", false, nil
+	}
+	computed, err := peDtype(w.InDtype)
+	switch {
+	case err != nil:
+		return "", false, err
+	case w.Rows == 0 || w.Rows > Partitions || w.Cols == 0 || w.Cols > Partitions:
+		return "", false, fmt.Errorf("%w: LDWEIGHTS %d rows, %d columns", ErrOperand, w.Rows, w.Cols)
+	}
+	src, ok, err := r.placeTensor(w.Src.t4(), w.InDtype, int(w.Rows), mem)
+	if err != nil {
+		return "", false, err
+	}
+	if r.pe == nil {
+		r.pe = &peState{tiles: map[uint16]*peTile{}}
+	}
+	key := tileKey(w.RowGrp, w.ColGrp)
+	why := ""
+	switch {
+	case !ok:
+		why = "indirect address"
+	case !computed:
+		why = w.InDtype.String()
+	case w.Transpose != 0 || w.PerfOpt != 0 || w.BgXpose != 0 || w.Flags != 0:
+		why = "transpose, perf or flags mode"
+	case w.Src.elems() != int64(w.Cols):
+		why = "source elements other than num_active_cols" // G-PE3
+	}
+	if why != "" {
+		r.pe.tiles[key] = nil // a later MATMUL on this latch is not emulated either
+		return why, false, nil
+	}
+	t := r.pe.tiles[key]
+	if t == nil {
+		t = new(peTile)
+		r.pe.tiles[key] = t
+	}
+	t.rows, t.cols = int(w.Rows), int(w.Cols)
+	in := &dtypes[w.InDtype]
+	for k := range t.rows {
+		b, err := src.part(mem, k, false)
+		if err != nil {
+			return "", false, err
+		}
+		c := newCursor(w.Src.t4(), src)
+		for m := range t.cols {
+			t.w[k*Partitions+m] = in.load(b[c.off:])
+			c.next()
+		}
+	}
+	return "", false, nil
+}
+
+// validAccum is the accumulate byte's legal set {0, 1, 2, 3, 4, 6}.
+func validAccum(a uint8) bool { return a <= 6 && a != 5 }
+
+// matmul runs a MATMUL record.
+func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
+	l := r.peLayout()
+	if l == nil {
+		return fmt.Sprintf("generation %d", r.cfg.Gen), false, nil
+	}
+	mm := rec.matmul(l)
+	mem := r.cfg.OnChip
+	if mem == nil {
+		return "no on-chip memory", false, nil
+	}
+	computed, err := peDtype(mm.InDtype)
+	switch {
+	case err != nil:
+		return "", false, err
+	case !validAccum(mm.Accum):
+		return "", false, fmt.Errorf("%w: MATMUL accumulate flags %#x", ErrOperand, mm.Accum)
+	case mm.OutDtype != 0 && mm.OutDtype != DtypeFP32 && mm.OutDtype != DtypeBF16:
+		return "", false, fmt.Errorf("%w: MATMUL output %v", ErrOperand, mm.OutDtype)
+	}
+	var t *peTile
+	if r.pe != nil {
+		t = r.pe.tiles[tileKey(mm.RowGrp, mm.ColGrp)]
+	}
+	if t == nil {
+		return "no emulated weights latched", false, nil
+	}
+	n := mm.Src.elems()
+	if mm.Dst.elems() != n {
+		return "", false, fmt.Errorf("%w: MATMUL %d moving elements, %d destination elements", ErrOperand, n, mm.Dst.elems())
+	}
+	src, ok1, err := r.placeTensor(mm.Src.t4(), mm.InDtype, t.rows, mem)
+	if err != nil {
+		return "", false, err
+	}
+	dst, ok2, err := r.placeTensor(mm.Dst.t4(), DtypeFP32, t.cols, mem)
+	switch {
+	case err != nil:
+		return "", false, err
+	case ok2 && dst.g != PSUM:
+		return "", false, fmt.Errorf("%w: MATMUL writes %v", ErrOperand, dst.g)
+	case !ok1 || !ok2:
+		return "indirect address", false, nil
+	case !computed:
+		return mm.InDtype.String(), false, nil
+	case mm.OutDtype == DtypeBF16:
+		return mm.OutDtype.String(), false, nil
+	case mm.Transpose != 0 || mm.PerfOpt != 0 || mm.Flags != 0 || mm.FP32Mode != 0:
+		return "transpose, perf, fp32 or flags mode", false, nil
+	}
+	stopped, err = r.multiply(t, &mm, src, dst, int(n), mem)
+	return "", stopped, err
+}
+
+// multiply accumulates stat·mov over the K partitions in fp32, k in
+// order (G-PE7), then writes or adds the M×N result to PSUM.
+func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int, mem OnChip) (stopped bool, err error) {
+	need := t.cols * n
+	if cap(r.pe.acc) < need {
+		r.pe.acc = make([]float32, need)
+	}
+	acc := r.pe.acc[:need]
+	clear(acc)
+	in := &dtypes[mm.InDtype]
+	tk := r.ticker()
+	for k := range t.rows {
+		b, err := src.part(mem, k, false)
+		if err != nil {
+			return false, err
+		}
+		w := t.w[k*Partitions : k*Partitions+t.cols]
+		c := newCursor(mm.Src.t4(), src)
+		for j := range n {
+			if tk.tick() {
+				return true, nil
+			}
+			x := in.load(b[c.off:])
+			c.next()
+			for m, wm := range w {
+				acc[m*n+j] += wm * x
+			}
+		}
+	}
+	start := mm.Accum&AccumStart != 0
+	for m := range t.cols {
+		b, err := dst.part(mem, m, true)
+		if err != nil {
+			return false, err
+		}
+		c := newCursor(mm.Dst.t4(), dst)
+		for j := range n {
+			v := acc[m*n+j]
+			if !start {
+				v += dtypes[DtypeFP32].load(b[c.off:])
+			}
+			dtypes[DtypeFP32].store(b[c.off:], v)
+			c.next()
+		}
+	}
+	return false, nil
+}
