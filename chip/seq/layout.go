@@ -108,6 +108,21 @@ const (
 	offIotaRes2     = 0x28 // 4 bytes
 	offIotaDst      = 0x2C // TENSOR4D
 
+	// ACTIVATE (S3D3_AC).
+	offACImmSrc   = 0x0C
+	offACScaleSrc = 0x0D
+	offACAccum    = 0x0E
+	offACBiasSrc  = 0x0F // IMM_SRC_N: 0 pointer, 1 inline
+	offACSrc      = 0x10 // TENSOR3D
+	offACDtypes   = 0x20 // input low nibble, bias high nibble
+	offACOutDtype = 0x21
+	offACChannels = 0x22
+	offACFunc     = 0x23
+	offACScale    = 0x24 // 4 bytes
+	offACBias     = 0x28 // 4 bytes
+	offACImm      = 0x2C // 4 bytes
+	offACDst      = 0x30 // TENSOR3D
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
@@ -214,6 +229,19 @@ var Layout = []Field{
 	{"IOTA", "channel_multiplier", offIotaChanMul, 4, "59921122295", true},
 	{"IOTA", "reserved2", offIotaRes2, 4, "59921122295", true},
 	{"IOTA", "dst_mem_pattern", offIotaDst, 20, "59921122295", true},
+	{"ACTIVATE", "imm_src", offACImmSrc, 1, "59857490485", true},
+	{"ACTIVATE", "scale_src", offACScaleSrc, 1, "59857490485", true},
+	{"ACTIVATE", "accumulator_cmd", offACAccum, 1, "59857490485", true},
+	{"ACTIVATE", "bias_src_n", offACBiasSrc, 1, "59857490485", true},
+	{"ACTIVATE", "src_mem_pattern", offACSrc, 16, "59857490485", true},
+	{"ACTIVATE", "in_bias_dtype", offACDtypes, 1, "59857490485", true},
+	{"ACTIVATE", "out_dtype", offACOutDtype, 1, "59857490485", true},
+	{"ACTIVATE", "num_active_channels", offACChannels, 1, "59857490485", true},
+	{"ACTIVATE", "activation_func", offACFunc, 1, "59857490485", true},
+	{"ACTIVATE", "scale", offACScale, 4, "59857490485", true},
+	{"ACTIVATE", "bias", offACBias, 4, "59857490485", true},
+	{"ACTIVATE", "imm", offACImm, 4, "59857490485", true},
+	{"ACTIVATE", "dst_mem_pattern", offACDst, 16, "59857490485", true},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},

@@ -458,6 +458,8 @@ var computeOps = map[Opcode]computeRecord{
 	OpIota:               (*run).iota,
 	OpLdWeights:          (*run).ldWeights,
 	OpMatmul:             (*run).matmul,
+	OpActivate:           (*run).activate,
+	OpActTableLoad:       func(*run, *Record) (string, bool, error) { return "", false, nil },
 }
 
 // errStopped is how a record that checks for the end of the run midway
