@@ -1,6 +1,9 @@
 package seq
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // The dispatch table and the opcode table agree on which opcodes are
 // computed.
@@ -20,6 +23,53 @@ func TestRosterOpcodesCounted(t *testing.T) {
 		c := newCore(t)
 		if r := c.run1(DVE, NewRecord(op)); r.State != Halted || c.seqs[DVE].Counts().NotEmulated != 1 {
 			t.Errorf("%v: %+v", op, r)
+		}
+	}
+}
+
+// The compute records allocate per record, never per element: a record
+// over 64 times the elements allocates as much as a small one.
+func TestComputeAllocsPerElement(t *testing.T) {
+	records := map[string]func(n uint16) []*Record{
+		"tensor_tensor": func(n uint16) []*Record {
+			return []*Record{NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeBF16, OutDtype: DtypeFP32, Op: ALUAdd, Channels: 4,
+				Src0: contiguous(0, n), Src1: contiguous(0x8000, n), Dst: contiguous(0x10000, n)})}
+		},
+		"cast": func(n uint16) []*Record {
+			return []*Record{NewS4D4(OpCast, S4D4{InDtype: DtypeFP32, OutDtype: DtypeInt16, Channels: 4, Src: seq4(0, n), Dst: seq4(0x10000, n)})}
+		},
+		"reduce": func(n uint16) []*Record {
+			return []*Record{NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 4, Op: ALUMax, OpDim: SubdimX, Src: seq4(0, n), Dst: seq4(0x10000, 1)})}
+		},
+		"iota": func(n uint16) []*Record {
+			return []*Record{NewIota(Iota{Step: [4]int16{1}, Num: [4]uint16{n, 1, 1, 1}, OutDtype: DtypeFP32, Channels: 4, Dst: seq4(0, n)})}
+		},
+		"memset": func(n uint16) []*Record {
+			return []*Record{NewMemset(Memset{Count: uint32(n), Dtype: DtypeFP32, Channels: 4, Dst: seq4(0, n)})}
+		},
+		"activate": func(n uint16) []*Record {
+			return []*Record{NewActivate(Activate{BiasSrcN: 1, Src: contiguous(0, n), Dst: contiguous(0x10000, n), InDtype: DtypeFP32, BiasDtype: DtypeFP32,
+				OutDtype: DtypeFP32, Channels: 4, Func: 0x05, AccumCmd: AccZeroAccumulate, Scale: FP32(1)})}
+		},
+		"matmul": func(n uint16) []*Record {
+			return []*Record{
+				NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 4), InDtype: DtypeBF16, Rows: 4, Cols: 4}),
+				NewMatmul(GenV3, Matmul{Src: contiguous(0x100, n), InDtype: DtypeBF16, Accum: AccumStart, Dst: contiguous(Addr(PSUM, 0, 0), n)}),
+			}
+		},
+	}
+	for name, recs := range records {
+		c := newCore(t)
+		allocs := func(n uint16) float64 {
+			img := ImageProgram(Assemble(0x1000, append(recs(n), halt())...))
+			return testing.AllocsPerRun(5, func() {
+				if r := c.seqs[DVE].Run(context.Background(), img); r.State != Halted {
+					t.Fatalf("%s: %+v", name, r)
+				}
+			})
+		}
+		if small, big := allocs(16), allocs(1024); big > small {
+			t.Errorf("%s: %v allocations for 16 elements, %v for 1024", name, small, big)
 		}
 	}
 }
