@@ -3,6 +3,7 @@ package seq
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // The dispatch table and the opcode table agree on which opcodes are
@@ -71,5 +72,36 @@ func TestComputeAllocsPerElement(t *testing.T) {
 		if small, big := allocs(16), allocs(1024); big > small {
 			t.Errorf("%s: %v allocations for 16 elements, %v for 1024", name, small, big)
 		}
+	}
+}
+
+// A compute record naming 2^48 (or 2^64) elements ends when its run is
+// stopped, as TENSOR_SCALAR_ARITH does.
+func TestComputeStoppable(t *testing.T) {
+	huge3 := Tensor3D{Start: 0, Num: [3]uint16{65535, 65535, 65535}}
+	huge4 := Tensor4D{Start: 0, Num: [4]uint16{65535, 65535, 65535, 65535}}
+	records := map[string][]*Record{
+		"tensor_tensor": {NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, Op: ALUAdd, Channels: 128, Src0: huge3, Src1: huge3, Dst: huge3})},
+		"copy":          {NewS4D4(OpCopy, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Src: huge4, Dst: huge4})},
+		"reduce":        {NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op: ALUAdd, OpDim: SubdimXYZW, Src: huge4, Dst: seq4(0, 1)})},
+		"memset":        {NewMemset(Memset{Count: 65535 * 65535, Dtype: DtypeFP32, Channels: 128, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 1, 1}}})},
+		"activate":      {NewActivate(Activate{BiasSrcN: 1, Src: huge3, Dst: huge3, InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Func: 0x07})},
+		"matmul": {NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 128), InDtype: DtypeBF16, Rows: 128, Cols: 128}),
+			NewMatmul(GenV3, Matmul{Src: Tensor3D{Num: [3]uint16{4096, 65535, 65535}}, InDtype: DtypeBF16, Accum: AccumStart, Dst: Tensor3D{Start: Addr(PSUM, 0, 0), Step: [3]int16{1}, Num: [3]uint16{4096, 65535, 65535}}})},
+	}
+	for name, recs := range records {
+		c := newCore(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		done := make(chan Result, 1)
+		go func() { done <- c.seqs[PE].Run(ctx, ImageProgram(Assemble(0, append(recs, halt())...))) }()
+		select {
+		case r := <-done:
+			if r.State != Stopped {
+				t.Errorf("%s: %+v", name, r)
+			}
+		case <-time.After(budget):
+			t.Fatalf("%s: the record did not stop", name)
+		}
+		cancel()
 	}
 }

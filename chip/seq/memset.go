@@ -80,7 +80,7 @@ func (r *run) memset(rec *Record) (skipped string, stopped bool, err error) {
 		return "indirect address", false, nil
 	case m.Serialization != 0:
 		return "serialization_mode", false, nil // Serial's value is not given; 0 is inferred
-	case int64(m.Count) != m.Dst.elems():
+	case uint64(m.Count) != m.Dst.elems():
 		return "dst_element_count", false, nil // whether the validators check it is not given
 	}
 	w, v := dtypes[m.Dtype].size, uint64(m.Value)

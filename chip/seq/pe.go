@@ -97,8 +97,9 @@ type peTile struct {
 // peState is the PE's state across records and runs: its latched tiles
 // by quadrant masks, and a scratch accumulator reused by every MATMUL.
 type peState struct {
-	tiles map[uint16]*peTile // nil entry: the last load there was not emulated
-	acc   []float32
+	tiles  map[uint16]*peTile // nil entry: the last load there was not emulated
+	acc    []float32          // Partitions × peChunk
+	mc, dc [Partitions]cursor // each moving and destination partition's place
 }
 
 func tileKey(rowGrp, colGrp uint8) uint16 { return uint16(rowGrp)<<8 | uint16(colGrp) }
@@ -236,53 +237,67 @@ func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
 	case mm.Transpose != 0 || mm.PerfOpt != 0 || mm.Flags != 0 || mm.FP32Mode != 0:
 		return "transpose, perf, fp32 or flags mode", false, nil
 	}
-	stopped, err = r.multiply(t, &mm, src, dst, int(n), mem)
+	stopped, err = r.multiply(t, &mm, src, dst, n, mem)
 	return "", stopped, err
 }
 
+// peChunk is how many moving columns a MATMUL accumulates at a time:
+// the scratch stays 128×peChunk fp32 however many elements a pattern
+// names (a record may name 2^48).
+const peChunk = 512
+
 // multiply accumulates stat·mov over the K partitions in fp32, k in
-// order (G-PE7), then writes or adds the M×N result to PSUM.
-func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int, mem OnChip) (stopped bool, err error) {
-	need := t.cols * n
-	if cap(r.pe.acc) < need {
-		r.pe.acc = make([]float32, need)
+// order (G-PE7), peChunk columns at a time, then writes or adds those
+// columns of the M×N result to PSUM.
+func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int64, mem OnChip) (stopped bool, err error) {
+	pe := r.pe
+	if pe.acc == nil {
+		pe.acc = make([]float32, Partitions*peChunk)
 	}
-	acc := r.pe.acc[:need]
-	clear(acc)
-	in := &dtypes[mm.InDtype]
-	tk := r.ticker()
+	var movs, outs [Partitions][]byte
 	for k := range t.rows {
-		b, err := src.part(mem, k, false)
-		if err != nil {
+		if movs[k], err = src.part(mem, k, false); err != nil {
 			return false, err
 		}
-		w := t.w[k*Partitions : k*Partitions+t.cols]
-		c := newCursor(mm.Src.t4(), src)
-		for j := range n {
-			if tk.tick() {
-				return true, nil
-			}
-			x := in.load(b[c.off:])
-			c.next()
-			for m, wm := range w {
-				acc[m*n+j] += wm * x
-			}
-		}
+		pe.mc[k] = newCursor(mm.Src.t4(), src)
 	}
-	start := mm.Accum&AccumStart != 0
 	for m := range t.cols {
-		b, err := dst.part(mem, m, true)
-		if err != nil {
+		if outs[m], err = dst.part(mem, m, true); err != nil {
 			return false, err
 		}
-		c := newCursor(mm.Dst.t4(), dst)
-		for j := range n {
-			v := acc[m*n+j]
-			if !start {
-				v += dtypes[DtypeFP32].load(b[c.off:])
+		pe.dc[m] = newCursor(mm.Dst.t4(), dst)
+	}
+	in, f32 := &dtypes[mm.InDtype], &dtypes[DtypeFP32]
+	start := mm.Accum&AccumStart != 0
+	tk := r.ticker()
+	for n0 := int64(0); n0 < n; n0 += peChunk {
+		w := int(min(peChunk, n-n0))
+		acc := pe.acc[:t.cols*w]
+		clear(acc)
+		for k := range t.rows {
+			row, c := movs[k], &pe.mc[k]
+			ws := t.w[k*Partitions : k*Partitions+t.cols]
+			for j := range w {
+				if tk.tick() {
+					return true, nil
+				}
+				x := in.load(row[c.off:])
+				c.next()
+				for m, wm := range ws {
+					acc[m*w+j] += wm * x
+				}
 			}
-			dtypes[DtypeFP32].store(b[c.off:], v)
-			c.next()
+		}
+		for m := range t.cols {
+			b, c := outs[m], &pe.dc[m]
+			for j := range w {
+				v := acc[m*w+j]
+				if !start {
+					v += f32.load(b[c.off:])
+				}
+				f32.store(b[c.off:], v)
+				c.next()
+			}
 		}
 	}
 	return false, nil

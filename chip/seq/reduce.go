@@ -28,17 +28,17 @@ func (s *S4D4) validReduce() error {
 		return bad("op_dim %d", s.OpDim)
 	case s.Negated > 1 || s.MaskEnable != 0 || s.Reserved != [5]byte{}:
 		return bad("negated %d, mask_enable %d, reserved % x", s.Negated, s.MaskEnable, s.Reserved)
-	case s.Src.elems() != s.Dst.elems()*s.Src.reduced(k):
+	case s.Src.elems()/s.Src.reduced(k) != s.Dst.elems(): // the reduced dims divide the count
 		return bad("%d source elements reduce over %d, %d destination elements", s.Src.elems(), s.Src.reduced(k), s.Dst.elems())
 	}
 	return nil
 }
 
 // reduced is how many elements the k innermost dimensions hold.
-func (t Tensor4D) reduced(k int) int64 {
-	n := int64(1)
+func (t Tensor4D) reduced(k int) uint64 {
+	n := uint64(1)
 	for d := range k {
-		n *= int64(t.Num[d])
+		n *= uint64(t.Num[d])
 	}
 	return n
 }
@@ -85,7 +85,7 @@ func (r *run) tensorReduce(rec *Record) (skipped string, stopped bool, err error
 		for range o[1].t.elems() {
 			acc := in.load(sb[sc.off:])
 			sc.next()
-			for i := int64(1); i < group; i++ {
+			for i := uint64(1); i < group; i++ {
 				if tk.tick() {
 					return "", true, nil
 				}

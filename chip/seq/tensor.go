@@ -42,7 +42,9 @@ func (r *Record) putTensor3D(off int, t Tensor3D) {
 }
 
 // elems is how many elements one partition's pattern holds.
-func (t Tensor3D) elems() int64 { return t.t4().elems() }
+func (t Tensor3D) elems() int64 {
+	return int64(t.Num[0]) * int64(t.Num[1]) * int64(t.Num[2])
+}
 
 // t4 is t as the 4-D pattern with a last dimension of one element: the
 // walkers below serve both shapes.
@@ -75,9 +77,10 @@ func (r *Record) putTensor4D(off int, t Tensor4D) {
 	}
 }
 
-// elems is how many elements one partition's pattern holds.
-func (t Tensor4D) elems() int64 {
-	return int64(t.Num[0]) * int64(t.Num[1]) * int64(t.Num[2]) * int64(t.Num[3])
+// elems is how many elements one partition's pattern holds: up to
+// (2^16−1)^4, which fits a uint64 but not an int64.
+func (t Tensor4D) elems() uint64 {
+	return uint64(t.Num[0]) * uint64(t.Num[1]) * uint64(t.Num[2]) * uint64(t.Num[3])
 }
 
 func (t Tensor4D) String() string {
