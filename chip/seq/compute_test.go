@@ -54,8 +54,8 @@ func TestComputeAllocsPerElement(t *testing.T) {
 		},
 		"matmul": func(n uint16) []*Record {
 			return []*Record{
-				NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 4), InDtype: DtypeBF16, Rows: 4, Cols: 4}),
-				NewMatmul(GenV3, Matmul{Src: contiguous(0x100, n), InDtype: DtypeBF16, Accum: AccumStart, Dst: contiguous(Addr(PSUM, 0, 0), n)}),
+				NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 4), InDtype: DtypeBF16, Rows: 4, Cols: 4, RowGrp: 15, ColGrp: 15}),
+				NewMatmul(GenV3, Matmul{Src: contiguous(0x100, n), InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 15, ColGrp: 15, Dst: contiguous(Addr(PSUM, 0, 0), n)}),
 			}
 		},
 	}
@@ -86,8 +86,8 @@ func TestComputeStoppable(t *testing.T) {
 		"reduce":        {NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op: ALUAdd, OpDim: SubdimXYZW, Src: huge4, Dst: seq4(0, 1)})},
 		"memset":        {NewMemset(Memset{Count: 65535 * 65535, Dtype: DtypeFP32, Channels: 128, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 1, 1}}})},
 		"activate":      {NewActivate(Activate{BiasSrcN: 1, Src: huge3, Dst: huge3, InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Func: 0x07})},
-		"matmul": {NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 128), InDtype: DtypeBF16, Rows: 128, Cols: 128}),
-			NewMatmul(GenV3, Matmul{Src: Tensor3D{Num: [3]uint16{4096, 65535, 65535}}, InDtype: DtypeBF16, Accum: AccumStart, Dst: Tensor3D{Start: Addr(PSUM, 0, 0), Step: [3]int16{1}, Num: [3]uint16{4096, 65535, 65535}}})},
+		"matmul": {NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 128), InDtype: DtypeBF16, Rows: 128, Cols: 128, RowGrp: 15, ColGrp: 15}),
+			NewMatmul(GenV3, Matmul{Src: Tensor3D{Num: [3]uint16{4096, 65535, 65535}}, InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 15, ColGrp: 15, Dst: Tensor3D{Start: Addr(PSUM, 0, 0), Step: [3]int16{1}, Num: [3]uint16{4096, 65535, 65535}}})},
 	}
 	for name, recs := range records {
 		c := newCore(t)

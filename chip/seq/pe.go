@@ -104,6 +104,22 @@ type peState struct {
 
 func tileKey(rowGrp, colGrp uint8) uint16 { return uint16(rowGrp)<<8 | uint16(colGrp) }
 
+// quadrants is whether g is a quadrant mask: one bit per 32 rows or
+// columns of the array, at least one (59674815273: 1, 2, 4, 8, 3, 12,
+// 0x0F).
+func quadrants(g uint8) bool { return g != 0 && g <= 0x0F }
+
+// evict forgets every other latch a load into (rowGrp, colGrp)
+// overwrites: one sharing a row quadrant and a column quadrant with it.
+// So at most 16 tiles (the array's 4×4 quadrants) are ever latched.
+func (pe *peState) evict(rowGrp, colGrp uint8) {
+	for k := range pe.tiles {
+		if k != tileKey(rowGrp, colGrp) && uint8(k>>8)&rowGrp != 0 && uint8(k)&colGrp != 0 {
+			delete(pe.tiles, k)
+		}
+	}
+}
+
 func (r *run) peLayout() *peLayout {
 	g := r.cfg.Gen
 	if g == 0 {
@@ -139,6 +155,8 @@ func (r *run) ldWeights(rec *Record) (skipped string, stopped bool, err error) {
 		return "", false, err
 	case w.Rows == 0 || w.Rows > Partitions || w.Cols == 0 || w.Cols > Partitions:
 		return "", false, fmt.Errorf("%w: LDWEIGHTS %d rows, %d columns", ErrOperand, w.Rows, w.Cols)
+	case !quadrants(w.RowGrp) || !quadrants(w.ColGrp):
+		return "", false, fmt.Errorf("%w: LDWEIGHTS row_grp %#x, col_grp %#x", ErrOperand, w.RowGrp, w.ColGrp)
 	}
 	src, ok, err := r.placeTensor(w.Src.t4(), w.InDtype, int(w.Rows), mem)
 	if err != nil {
@@ -148,6 +166,7 @@ func (r *run) ldWeights(rec *Record) (skipped string, stopped bool, err error) {
 		r.pe = &peState{tiles: map[uint16]*peTile{}}
 	}
 	key := tileKey(w.RowGrp, w.ColGrp)
+	r.pe.evict(w.RowGrp, w.ColGrp)
 	why := ""
 	switch {
 	case !ok:
@@ -204,6 +223,8 @@ func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
 		return "", false, err
 	case !validAccum(mm.Accum):
 		return "", false, fmt.Errorf("%w: MATMUL accumulate flags %#x", ErrOperand, mm.Accum)
+	case !quadrants(mm.RowGrp) || !quadrants(mm.ColGrp):
+		return "", false, fmt.Errorf("%w: MATMUL row_grp %#x, col_grp %#x", ErrOperand, mm.RowGrp, mm.ColGrp)
 	case mm.OutDtype != 0 && mm.OutDtype != DtypeFP32 && mm.OutDtype != DtypeBF16:
 		return "", false, fmt.Errorf("%w: MATMUL output %v", ErrOperand, mm.OutDtype)
 	}

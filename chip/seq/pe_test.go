@@ -173,8 +173,8 @@ func TestResetForgetsWeights(t *testing.T) {
 	c := newCore(t)
 	g := GenV3
 	c.putBF16(0, 0, []float32{1})
-	lw := NewLdWeights(g, LdWeights{Src: contiguous(0, 1), InDtype: DtypeBF16, Rows: 1, Cols: 1})
-	mm := NewMatmul(g, Matmul{Src: contiguous(0, 1), InDtype: DtypeBF16, Accum: AccumStart, Dst: contiguous(Addr(PSUM, 0, 0), 1)})
+	lw := NewLdWeights(g, LdWeights{Src: contiguous(0, 1), InDtype: DtypeBF16, Rows: 1, Cols: 1, RowGrp: 1, ColGrp: 1})
+	mm := NewMatmul(g, Matmul{Src: contiguous(0, 1), InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 1, ColGrp: 1, Dst: contiguous(Addr(PSUM, 0, 0), 1)})
 	if r := c.runGen(g, PE, lw); r.State != Halted {
 		t.Fatal(r)
 	}
@@ -182,5 +182,35 @@ func TestResetForgetsWeights(t *testing.T) {
 	s.ResetRegisters()
 	if r := s.Run(context.Background(), ImageProgram(Assemble(0, mm, halt()))); r.State != Halted || s.Counts().NotEmulated != 1 {
 		t.Errorf("%+v, %d not emulated", r, s.Counts().NotEmulated)
+	}
+}
+
+// A load overwrites the latches it overlaps (sharing a row and a column
+// quadrant), so a program cannot make the daemon hold more than the
+// array's 16 quadrant tiles; masks beyond the four quadrants stop the
+// engine.
+func TestLatchEviction(t *testing.T) {
+	g := GenV3
+	c := newCore(t)
+	c.putBF16(0, 0, []float32{1})
+	var recs []*Record
+	for rg := uint8(15); rg >= 1; rg-- { // (15, 15) first: every later load overlaps it
+		for cg := uint8(15); cg >= 1; cg-- {
+			recs = append(recs, NewLdWeights(g, LdWeights{Src: contiguous(0, 1), InDtype: DtypeBF16, Rows: 1, Cols: 1, RowGrp: rg, ColGrp: cg}))
+		}
+	}
+	whole := NewMatmul(g, Matmul{Src: contiguous(0, 1), InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 15, ColGrp: 15, Dst: contiguous(Addr(PSUM, 0, 0), 1)})
+	if r := c.runGen(g, PE, append(recs, whole)...); r.State != Halted || c.seqs[PE].Counts().NotEmulated != 1 {
+		t.Fatalf("%+v, %d not emulated", r, c.seqs[PE].Counts().NotEmulated)
+	}
+	if n := len(c.seqs[PE].pe.tiles); n > 16 {
+		t.Errorf("%d latched tiles", n)
+	}
+	for _, grp := range [][2]uint8{{0, 1}, {1, 0x10}} {
+		c := newCore(t)
+		lw := NewLdWeights(g, LdWeights{Src: contiguous(0, 1), InDtype: DtypeBF16, Rows: 1, Cols: 1, RowGrp: grp[0], ColGrp: grp[1]})
+		if r := c.runGen(g, PE, lw); r.State != Faulted || !errors.Is(r.Fault, ErrOperand) {
+			t.Errorf("groups %v: %+v", grp, r)
+		}
 	}
 }
