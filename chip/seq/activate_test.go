@@ -134,3 +134,44 @@ func TestActivateValidation(t *testing.T) {
 		}
 	}
 }
+
+// ACTIVATION_READ_ACCUMULATOR writes each partition's accumulator: the
+// fp32 sum of an exp over 3 elements (tolerance 2 ulps of fp32 against
+// the float64 sum of the rounded outputs), and 0 where nothing
+// accumulated.
+func TestReadAccumulator(t *testing.T) {
+	c := newCore(t)
+	xs := []float32{0.5, -1, 2}
+	for p := range 2 {
+		c.put32s(SBUF, 70+p, 0, fp32s(xs...)...)
+	}
+	a := Activate{AccumCmd: AccZeroAccumulate, BiasSrcN: 1, Src: contiguous(Addr(SBUF, 70, 0), 3), Dst: contiguous(Addr(SBUF, 70, 0x40), 3),
+		InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 2, Func: 0x07, Scale: FP32(1), Bias: FP32(0)}
+	read := ReadAccumulator{Count: 1, Dtype: DtypeFP32, Channels: 3, Dst: Tensor1D{Start: Addr(PSUM, 70, 0x10), Num: 1}}
+	if r := c.run1(ACT, NewActivate(a), NewReadAccumulator(read)); r.State != Halted || c.seqs[ACT].Counts().NotEmulated != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var want float64
+	for _, x := range xs {
+		want += float64(float32(math.Exp(float64(x))))
+	}
+	for p, w := range []float32{float32(want), float32(want), 0} {
+		got := math.Float32frombits(c.get32s(PSUM, 70+p, 0x10, 1)[0])
+		if ulps(got, w) > 2 {
+			t.Errorf("partition %d accumulator %v, want %v", 70+p, got, w)
+		}
+	}
+	for name, mod := range map[string]func(*ReadAccumulator){
+		"two elements": func(r *ReadAccumulator) { r.Count, r.Dst.Num = 2, 2 },
+		"negated":      func(r *ReadAccumulator) { r.Negated = 1 },
+		"int dtype":    func(r *ReadAccumulator) { r.Dtype = DtypeInt32 },
+		"reserved":     func(r *ReadAccumulator) { r.Tail[8] = 1 },
+	} {
+		c := newCore(t)
+		r := read
+		mod(&r)
+		if res := c.run1(ACT, NewReadAccumulator(r)); res.State != Faulted || !errors.Is(res.Fault, ErrOperand) {
+			t.Errorf("%s: %+v", name, res)
+		}
+	}
+}

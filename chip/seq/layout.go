@@ -123,6 +123,15 @@ const (
 	offACImm      = 0x2C // 4 bytes
 	offACDst      = 0x30 // TENSOR3D
 
+	// ACTIVATION_READ_ACCUMULATOR (D1_RD).
+	offRDReserved = 0x0C // 16 bytes
+	offRDCount    = 0x1C // u32
+	offRDDtype    = 0x20
+	offRDNegated  = 0x21
+	offRDChannels = 0x22
+	offRDTail     = 0x23 // 9 reserved bytes
+	offRDDst      = 0x2C // TENSOR1D
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
@@ -242,6 +251,13 @@ var Layout = []Field{
 	{"ACTIVATE", "bias", offACBias, 4, "59857490485", true},
 	{"ACTIVATE", "imm", offACImm, 4, "59857490485", true},
 	{"ACTIVATE", "dst_mem_pattern", offACDst, 16, "59857490485", true},
+	{"READ_ACC", "reserved", offRDReserved, 16, "59857490485", true},
+	{"READ_ACC", "dst_element_count", offRDCount, 4, "59857490485", true},
+	{"READ_ACC", "dtype", offRDDtype, 1, "59857490485", true},
+	{"READ_ACC", "negated", offRDNegated, 1, "59857490485", true},
+	{"READ_ACC", "num_active_channels", offRDChannels, 1, "59857490485", true},
+	{"READ_ACC", "reserved1", offRDTail, 9, "59857490485", true},
+	{"READ_ACC", "dst_mem_pattern", offRDDst, 8, "59857490485", false},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},

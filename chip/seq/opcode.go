@@ -91,6 +91,7 @@ var named = []struct {
 	{OpMatmulMX, "MATMUL_MX", ClassNotEmulated},
 	{OpActivate, "ACTIVATE", ClassCompute},
 	{OpActivateQuantize, "ACTIVATE_QUANTIZE", ClassNotEmulated},
+	{OpActReadAccumulator, "ACTIVATION_READ_ACCUMULATOR", ClassCompute},
 	{OpActTableLoad, "ACTIVATION_TABLE_LOAD", ClassCompute},
 	{OpActivate2, "ACTIVATE2", ClassNotEmulated},
 	{OpExponential, "EXPONENTIAL", ClassNotEmulated},

@@ -459,6 +459,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpLdWeights:          (*run).ldWeights,
 	OpMatmul:             (*run).matmul,
 	OpActivate:           (*run).activate,
+	OpActReadAccumulator: (*run).readAccumulator,
 	OpActTableLoad:       func(*run, *Record) (string, bool, error) { return "", false, nil },
 }
 
