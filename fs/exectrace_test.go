@@ -38,7 +38,7 @@ func TestExecTraceOfProgram(t *testing.T) {
 	var addrs [seq.NumEngines]uint64
 	for e := range addrs {
 		addrs[e] = c.image(seq.NewWait(seq.WaitSemGE, inferenceStart, 1), seq.NewNotify(0, runtime.RecordStart),
-			seq.NewRecord(seq.OpMatmul), seq.NewWait(seq.WaitSemGE, 7, 1), seq.NewNotify(0, runtime.RecordEnd), seq.NewRecord(seq.OpHalt))
+			seq.NewRecord(seq.OpMatmulSparse), seq.NewWait(seq.WaitSemGE, 7, 1), seq.NewNotify(0, runtime.RecordEnd), seq.NewRecord(seq.OpHalt))
 	}
 	c.deliver(addrs)
 	if err := c.dev.Doorbell(progCore, inferenceStart, 1); err != nil {
@@ -92,7 +92,7 @@ func checkExecTrace(t *testing.T, path string) {
 		if got := tracks[[2]int{0, tid}]; got != want {
 			t.Errorf("track tid %d named %q, want %q", tid, got, want)
 		}
-		for _, name := range []string{"control", "MATMUL", "wait semaphore 7 >= 1"} {
+		for _, name := range []string{"control", "MATMUL_SPARSE", "wait semaphore 7 >= 1"} {
 			if !seen[want+"/"+name] {
 				t.Errorf("no %q event on %s", name, want)
 			}

@@ -68,9 +68,77 @@ const (
 	offTSImm1     = 0x2C // 4 bytes
 	offTSDst      = 0x30 // TENSOR3D
 
+	// TENSOR_TENSOR (S3S3D3_TT).
+	offTTDtypes   = 0x0C // src0 low nibble, src1 high nibble
+	offTTOutDtype = 0x0D
+	offTTOp       = 0x0E
+	offTTChannels = 0x0F
+	offTTSrc0     = 0x10 // TENSOR3D
+	offTTSrc1     = 0x20 // TENSOR3D
+	offTTDst      = 0x30 // TENSOR3D
+
+	// S4D4_TR: COPY, CAST, RECIPROCAL, TENSOR_REDUCE.
+	offTRSrc      = 0x0C // TENSOR4D
+	offTRInDtype  = 0x20
+	offTROutDtype = 0x21
+	offTRChannels = 0x22
+	offTRNegated  = 0x23
+	offTROp       = 0x24
+	offTROpDim    = 0x25
+	offTRMask     = 0x26
+	offTRReserved = 0x27 // 5 bytes
+	offTRDst      = 0x2C // TENSOR4D
+
+	// MEMSET (D4_MR).
+	offMRReserved = 0x0C // 16 bytes
+	offMRCount    = 0x1C // u32
+	offMRDtype    = 0x20
+	offMRChannels = 0x22
+	offMRSerial   = 0x24
+	offMRValue    = 0x28 // u32
+	offMRDst      = 0x2C // TENSOR4D
+
+	// IOTA (D4_IOTA).
+	offIotaData     = 0x0C // DATA4D: base i32, step i16[4], num u16[4]
+	offIotaRes0     = 0x20
+	offIotaOutDtype = 0x21
+	offIotaChannels = 0x22
+	offIotaRes1     = 0x23
+	offIotaChanMul  = 0x24 // i32
+	offIotaRes2     = 0x28 // 4 bytes
+	offIotaDst      = 0x2C // TENSOR4D
+
+	// ACTIVATE (S3D3_AC).
+	offACImmSrc   = 0x0C
+	offACScaleSrc = 0x0D
+	offACAccum    = 0x0E
+	offACBiasSrc  = 0x0F // IMM_SRC_N: 0 pointer, 1 inline
+	offACSrc      = 0x10 // TENSOR3D
+	offACDtypes   = 0x20 // input low nibble, bias high nibble
+	offACOutDtype = 0x21
+	offACChannels = 0x22
+	offACFunc     = 0x23
+	offACScale    = 0x24 // 4 bytes
+	offACBias     = 0x28 // 4 bytes
+	offACImm      = 0x2C // 4 bytes
+	offACDst      = 0x30 // TENSOR3D
+
+	// ACTIVATION_READ_ACCUMULATOR (D1_RD).
+	offRDReserved = 0x0C // 16 bytes
+	offRDCount    = 0x1C // u32
+	offRDDtype    = 0x20
+	offRDNegated  = 0x21
+	offRDChannels = 0x22
+	offRDTail     = 0x23 // 9 reserved bytes
+	offRDDst      = 0x2C // TENSOR1D
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
+
+	// Inside a TENSOR4D.
+	offT4Step = 0x04 // int16[4], elements
+	offT4Num  = 0x0C // uint16[4]
 )
 
 // Field is one layout fact: where a field sits and how sure we are.
@@ -138,7 +206,62 @@ var Layout = []Field{
 	{"TS_ARITH", "imm0", offTSImm0, 4, "59818285506", true},
 	{"TS_ARITH", "imm1", offTSImm1, 4, "59818285506", true},
 	{"TS_ARITH", "dst_mem_pattern", offTSDst, 16, "59818285506", true},
+	{"TT", "in0_in1_dtype", offTTDtypes, 1, "59668120065", true},
+	{"TT", "out_dtype", offTTOutDtype, 1, "59668120065", true},
+	{"TT", "op", offTTOp, 1, "59668120065", true},
+	{"TT", "num_active_channels", offTTChannels, 1, "59668120065", true},
+	{"TT", "src0_mem_pattern", offTTSrc0, 16, "59668120065", true},
+	{"TT", "src1_mem_pattern", offTTSrc1, 16, "59668120065", true},
+	{"TT", "dst_mem_pattern", offTTDst, 16, "59668120065", true},
+	{"S4D4_TR", "src_mem_pattern", offTRSrc, 20, "59979245665", true},
+	{"S4D4_TR", "in_dtype", offTRInDtype, 1, "59979245665", true},
+	{"S4D4_TR", "out_dtype", offTROutDtype, 1, "59979245665", true},
+	{"S4D4_TR", "num_active_channels", offTRChannels, 1, "59979245665", true},
+	{"S4D4_TR", "negated", offTRNegated, 1, "59979245665", true},
+	{"S4D4_TR", "op", offTROp, 1, "59979245665", true},
+	{"S4D4_TR", "op_dim", offTROpDim, 1, "59979245665", true},
+	{"S4D4_TR", "mask_enable", offTRMask, 1, "59979245665", true},
+	{"S4D4_TR", "reserved1", offTRReserved, 5, "59979245665", true},
+	{"S4D4_TR", "dst_mem_pattern", offTRDst, 20, "59979245665", true},
+	{"MEMSET", "reserved0", offMRReserved, 16, "60172155822", true},
+	{"MEMSET", "dst_element_count", offMRCount, 4, "60172155822", true},
+	{"MEMSET", "dtype", offMRDtype, 1, "60172155822", true},
+	{"MEMSET", "num_active_channels", offMRChannels, 1, "60172155822", true},
+	{"MEMSET", "serialization_mode", offMRSerial, 1, "60172155822", true},
+	{"MEMSET", "set_value", offMRValue, 4, "60172155822", true},
+	{"MEMSET", "dst_mem_pattern", offMRDst, 20, "60172155822", true},
+	{"IOTA", "src_data_pattern", offIotaData, 20, "59921122295", true},
+	{"IOTA", "reserved0", offIotaRes0, 1, "59921122295", true},
+	{"IOTA", "out_dtype", offIotaOutDtype, 1, "59921122295", true},
+	{"IOTA", "num_active_channels", offIotaChannels, 1, "59921122295", true},
+	{"IOTA", "reserved1", offIotaRes1, 1, "59921122295", true},
+	{"IOTA", "channel_multiplier", offIotaChanMul, 4, "59921122295", true},
+	{"IOTA", "reserved2", offIotaRes2, 4, "59921122295", true},
+	{"IOTA", "dst_mem_pattern", offIotaDst, 20, "59921122295", true},
+	{"ACTIVATE", "imm_src", offACImmSrc, 1, "59857490485", true},
+	{"ACTIVATE", "scale_src", offACScaleSrc, 1, "59857490485", true},
+	{"ACTIVATE", "accumulator_cmd", offACAccum, 1, "59857490485", true},
+	{"ACTIVATE", "bias_src_n", offACBiasSrc, 1, "59857490485", true},
+	{"ACTIVATE", "src_mem_pattern", offACSrc, 16, "59857490485", true},
+	{"ACTIVATE", "in_bias_dtype", offACDtypes, 1, "59857490485", true},
+	{"ACTIVATE", "out_dtype", offACOutDtype, 1, "59857490485", true},
+	{"ACTIVATE", "num_active_channels", offACChannels, 1, "59857490485", true},
+	{"ACTIVATE", "activation_func", offACFunc, 1, "59857490485", true},
+	{"ACTIVATE", "scale", offACScale, 4, "59857490485", true},
+	{"ACTIVATE", "bias", offACBias, 4, "59857490485", true},
+	{"ACTIVATE", "imm", offACImm, 4, "59857490485", true},
+	{"ACTIVATE", "dst_mem_pattern", offACDst, 16, "59857490485", true},
+	{"READ_ACC", "reserved", offRDReserved, 16, "59857490485", true},
+	{"READ_ACC", "dst_element_count", offRDCount, 4, "59857490485", true},
+	{"READ_ACC", "dtype", offRDDtype, 1, "59857490485", true},
+	{"READ_ACC", "negated", offRDNegated, 1, "59857490485", true},
+	{"READ_ACC", "num_active_channels", offRDChannels, 1, "59857490485", true},
+	{"READ_ACC", "reserved1", offRDTail, 9, "59857490485", true},
+	{"READ_ACC", "dst_mem_pattern", offRDDst, 8, "59857490485", false},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},
+	{"TENSOR4D", "start_addr", 0, 4, "59979245665", true},
+	{"TENSOR4D", "step_elem", offT4Step, 8, "59979245665", true},
+	{"TENSOR4D", "num_elem", offT4Num, 8, "59979245665", true},
 }

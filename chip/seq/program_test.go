@@ -25,9 +25,9 @@ func staged(e Engine, base uint64) *Image {
 	}
 	switch e { // MAIN
 	case PE:
-		recs = append(recs, withEvents(NewRecord(OpMatmul), Events{UpdateMode: UpdateSemInc + UpdateCompleted, UpdateIdx: semMatmul}))
+		recs = append(recs, withEvents(NewRecord(OpMatmulSparse), Events{UpdateMode: UpdateSemInc + UpdateCompleted, UpdateIdx: semMatmul}))
 	case ACT:
-		recs = append(recs, withEvents(NewRecord(OpActivate), Events{WaitMode: WaitSemGE, WaitIdx: semMatmul, WaitValue: 1}))
+		recs = append(recs, withEvents(NewRecord(OpActivate2), Events{WaitMode: WaitSemGE, WaitIdx: semMatmul, WaitValue: 1}))
 	}
 	if e == SP {
 		recs = append(recs,
@@ -86,7 +86,7 @@ func TestStagedProgram(t *testing.T) {
 			t.Fatalf("%v: %+v", e, r)
 		}
 	}
-	if pe, act := c.seqs[PE].Counts(), c.seqs[ACT].Counts(); pe.NotEmulated != runs || act.ByOpcode[OpActivate] != runs || pe.Waits < 1 {
-		t.Fatalf("PE %d not emulated, ACT %d activations", pe.NotEmulated, act.ByOpcode[OpActivate])
+	if pe, act := c.seqs[PE].Counts(), c.seqs[ACT].Counts(); pe.NotEmulated != runs || act.ByOpcode[OpActivate2] != runs || pe.Waits < 1 {
+		t.Fatalf("PE %d not emulated, ACT %d activations", pe.NotEmulated, act.ByOpcode[OpActivate2])
 	}
 }

@@ -77,7 +77,20 @@ func FuzzRun(f *testing.F) {
 		Dst: contiguous(0x2000040, 6), InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 4, Op0: ALUMult, Imm0: FP32(2), Op1: ALUAdd}
 	ptr := ts
 	ptr.Imm1Src, ptr.Imm1, ptr.InDtype, ptr.Reverse = ImmRegPtr, 3, DtypeBF16, RevBoth
+	ptr.Dst.Start = 0x2000100 // the two engines write apart: a seed that races its own writes fails under -race
 	f.Add(Assemble(0, NewTensorScalar(ts), halt()).Data, Assemble(0, NewALUImm(ALUAdd, 3, 3, 0x40), NewTensorScalar(ptr), halt()).Data)
+	// The other compute records, each valid.
+	for _, recs := range [][]*Record{
+		{NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeBF16, OutDtype: DtypeFP32, Op: ALUSub, Channels: 2, Src0: contiguous(0, 4), Src1: contiguous(0x40, 4), Dst: contiguous(0x80, 4)})},
+		{NewS4D4(OpCast, S4D4{InDtype: DtypeFP32, OutDtype: DtypeInt8, Channels: 3, Src: seq4(0, 8), Dst: seq4(0x100, 8)})},
+		{NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 3, Op: ALUAdd, OpDim: SubdimX, Src: seq4(0, 8), Dst: seq4(0x100, 1)})},
+		{NewMemset(Memset{Count: 4, Dtype: DtypeFP32, Channels: 1, Dst: seq4(0, 4)}), NewIota(Iota{Num: [4]uint16{4, 1, 1, 1}, OutDtype: DtypeInt32, Channels: 2, Dst: seq4(0, 4)})},
+		{NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 2), InDtype: DtypeBF16, Rows: 2, Cols: 2, RowGrp: 1, ColGrp: 1}),
+			NewMatmul(GenV3, Matmul{Src: contiguous(0x40, 4), InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 1, ColGrp: 1, Dst: contiguous(0x2000000, 4)})},
+		{NewActivate(Activate{BiasSrcN: 0, Bias: 0x100, Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeFP32, BiasDtype: DtypeBF16, OutDtype: DtypeFP32, Channels: 2, Func: 0x05, AccumCmd: AccAccumulate})},
+	} {
+		f.Add(Assemble(0, append(recs, halt())...).Data, Assemble(0, NewRecord(OpActTableLoad), halt()).Data)
+	}
 	mem := NewOnChipMemory(0x38000)
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var w Words

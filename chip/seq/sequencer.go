@@ -27,6 +27,7 @@ type Config struct {
 	Tracer     Tracer             // nil: no execution trace (trace.go)
 	TraceLimit int                // events per run; 0: DefaultTraceLimit
 	OnChip     OnChip             // the core's SBUF and PSUM; nil: compute records are only counted
+	Gen        Generation         // the record layouts that differ by generation; 0: DefaultGeneration
 }
 
 // Program is one run's image: the engine starts at Start and may fetch
@@ -56,6 +57,8 @@ type Result struct {
 type Sequencer struct {
 	cfg    Config
 	regs   [256]uint32 // the register file; only the running goroutine touches it
+	pe     *peState    // PE: latched weights, as regs, across records and runs
+	act    *actState   // ACT: the per-partition accumulators, likewise
 	status atomic.Pointer[Status]
 	counts counters
 }
@@ -79,9 +82,10 @@ func (s *Sequencer) Status() Status { return *s.status.Load() }
 // Counts returns the engine's totals.
 func (s *Sequencer) Counts() Counts { return s.counts.snapshot() }
 
-// ResetRegisters clears the register file, as NC_RESET does; call it only
-// between runs.
-func (s *Sequencer) ResetRegisters() { s.regs = [256]uint32{} }
+// ResetRegisters clears the register file, and the engine's other state
+// (the PE's latched weights, the ACT's accumulators), as NC_RESET does;
+// call it only between runs.
+func (s *Sequencer) ResetRegisters() { s.regs, s.pe, s.act = [256]uint32{}, nil, nil }
 
 func (s *Sequencer) publish(st State, pc uint64, op Opcode, w Wait, f *Fault) {
 	s.status.Store(&Status{Engine: s.cfg.Engine, State: st, PC: pc, Op: op, Wait: w, Fault: f})
@@ -406,15 +410,17 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, er
 		if next, err = r.branch(pc, rec.Branch()); err != nil {
 			return 0, 0, false, err
 		}
-	case OpTensorScalar:
-		skipped, stopped, err := r.tensorScalar(rec)
-		switch {
-		case err != nil:
-			return 0, 0, false, err
-		case stopped:
-			return 0, 0, false, errStopped
+	default:
+		if h := computeOps[op]; h != nil {
+			skipped, stopped, err := h(r, rec)
+			switch {
+			case err != nil:
+				return 0, 0, false, err
+			case stopped:
+				return 0, 0, false, errStopped
+			}
+			emulated = skipped == ""
 		}
-		emulated = skipped == ""
 	}
 	if c := rec.DebugCmd(); c != DebugNone {
 		r.notify(Notification{Kind: NotifyDebug, Engine: r.cfg.Engine, PC: pc, Hint: rec.DebugHint(), DebugCmd: c})
@@ -429,6 +435,32 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, er
 		}
 	}
 	return next, st, false, nil
+}
+
+// computeRecord runs one compute record. It returns why a valid record
+// was only counted ("" if it ran), whether the run was stopped in the
+// middle of it, and an error that stops the engine (a field the
+// validators reject, memory outside the on-chip regions).
+type computeRecord func(r *run, rec *Record) (skipped string, stopped bool, err error)
+
+// computeOps are the compute records interpreted, by opcode; their
+// opcodes are ClassCompute in the opcode table (a test keeps the two in
+// step). Every other real opcode is counted, not emulated.
+var computeOps = map[Opcode]computeRecord{
+	OpTensorScalar:       (*run).tensorScalar,
+	OpTensorTensor:       (*run).tensorTensor,
+	OpTensorTensorBitvec: (*run).tensorTensor,
+	OpCopy:               (*run).move,
+	OpCast:               (*run).move,
+	OpReciprocal:         (*run).move,
+	OpTensorReduce:       (*run).tensorReduce,
+	OpMemset:             (*run).memset,
+	OpIota:               (*run).iota,
+	OpLdWeights:          (*run).ldWeights,
+	OpMatmul:             (*run).matmul,
+	OpActivate:           (*run).activate,
+	OpActReadAccumulator: (*run).readAccumulator,
+	OpActTableLoad:       func(*run, *Record) (string, bool, error) { return "", false, nil },
 }
 
 // errStopped is how a record that checks for the end of the run midway

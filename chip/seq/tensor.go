@@ -46,11 +46,52 @@ func (t Tensor3D) elems() int64 {
 	return int64(t.Num[0]) * int64(t.Num[1]) * int64(t.Num[2])
 }
 
+// t4 is t as the 4-D pattern with a last dimension of one element: the
+// walkers below serve both shapes.
+func (t Tensor3D) t4() Tensor4D {
+	return Tensor4D{Start: t.Start, Step: [4]int16{t.Step[0], t.Step[1], t.Step[2], 0}, Num: [4]uint16{t.Num[0], t.Num[1], t.Num[2], 1}}
+}
+
+// Tensor4D is a TENSOR4D operand (20 bytes: ADDR4, int16 step[4],
+// uint16 num[4]; 59979245665): a Tensor3D with a fourth dimension.
+type Tensor4D struct {
+	Start uint32
+	Step  [4]int16
+	Num   [4]uint16
+}
+
+func (r *Record) tensor4D(off int) Tensor4D {
+	t := Tensor4D{Start: r.u32(off)}
+	for i := range 4 {
+		t.Step[i] = int16(le.Uint16(r[off+offT4Step+2*i:]))
+		t.Num[i] = le.Uint16(r[off+offT4Num+2*i:])
+	}
+	return t
+}
+
+func (r *Record) putTensor4D(off int, t Tensor4D) {
+	r.put32(off, t.Start)
+	for i := range 4 {
+		le.PutUint16(r[off+offT4Step+2*i:], uint16(t.Step[i]))
+		le.PutUint16(r[off+offT4Num+2*i:], t.Num[i])
+	}
+}
+
+// elems is how many elements one partition's pattern holds: up to
+// (2^16−1)^4, which fits a uint64 but not an int64.
+func (t Tensor4D) elems() uint64 {
+	return uint64(t.Num[0]) * uint64(t.Num[1]) * uint64(t.Num[2]) * uint64(t.Num[3])
+}
+
+func (t Tensor4D) String() string {
+	return fmt.Sprintf("%#x steps %v nums %v", t.Start, t.Step, t.Num)
+}
+
 // span is the lowest and highest element the pattern reaches, relative
 // to its start: every corner of the box is reached, so the check of
 // these two is the check of every element.
-func (t Tensor3D) span() (lo, hi int64) {
-	for i := range 3 {
+func (t Tensor4D) span() (lo, hi int64) {
+	for i := range 4 {
 		d := int64(t.Step[i]) * (int64(t.Num[i]) - 1)
 		if d < 0 {
 			lo += d
@@ -103,7 +144,7 @@ func (r *run) resolveAddr(w uint32) (a uint32, emulated bool, err error) {
 // whole inside the active bytes of consecutive partitions of one region
 // and is aligned to its dtype, as the validators demand of an immediate
 // address (and the hardware of a register one).
-func (r *run) placeTensor(t Tensor3D, d Dtype, n int, mem OnChip) (pl place, emulated bool, err error) {
+func (r *run) placeTensor(t Tensor4D, d Dtype, n int, mem OnChip) (pl place, emulated bool, err error) {
 	a, emulated, err := r.resolveAddr(t.Start)
 	if err != nil || !emulated {
 		return pl, emulated, err
@@ -135,19 +176,19 @@ func (r *run) placeTensor(t Tensor3D, d Dtype, n int, mem OnChip) (pl place, emu
 // cursor walks a pattern's elements in order, dim 0 fastest, as byte
 // offsets inside the bytes place.part returns.
 type cursor struct {
-	t   Tensor3D
+	t   Tensor4D
 	sz  int64
-	k   [3]uint16
+	k   [4]uint16
 	off int64
 }
 
-func newCursor(t Tensor3D, pl place) cursor {
+func newCursor(t Tensor4D, pl place) cursor {
 	return cursor{t: t, sz: int64(pl.size), off: int64(pl.off) - int64(pl.lo)}
 }
 
 // next moves to the following element.
 func (c *cursor) next() {
-	for i := range 3 {
+	for i := range 4 {
 		c.off += int64(c.t.Step[i]) * c.sz
 		if c.k[i]++; c.k[i] < c.t.Num[i] {
 			return

@@ -204,11 +204,11 @@ func (r *run) tensorScalar(rec *Record) (skipped string, stopped bool, err error
 		return "no on-chip memory", false, nil
 	}
 	n := int(ts.Channels)
-	src, ok1, err := r.placeTensor(ts.Src, ts.InDtype, n, mem)
+	src, ok1, err := r.placeTensor(ts.Src.t4(), ts.InDtype, n, mem)
 	if err != nil {
 		return "", false, err
 	}
-	dst, ok2, err := r.placeTensor(ts.Dst, ts.OutDtype, n, mem)
+	dst, ok2, err := r.placeTensor(ts.Dst.t4(), ts.OutDtype, n, mem)
 	if err != nil {
 		return "", false, err
 	}
@@ -238,10 +238,18 @@ func (r *run) tensorScalar(rec *Record) (skipped string, stopped bool, err error
 // scalar is one of a record's two scalars: inline, or per partition.
 type scalar struct {
 	v   float32
-	ptr *place // per partition: the fp32 at ptr's offset of partition p0+p
+	ptr *place // per partition: the element at ptr's offset of partition p0+p
+	d   Dtype  // the pointed-to element's dtype; 0: fp32
 }
 
 func (r *run) resolveScalar(s *scalar, src ImmSrc, v uint32, n int, mem OnChip) error {
+	return r.resolveScalarOf(s, src, v, DtypeFP32, n, mem)
+}
+
+// resolveScalarOf resolves a scalar whose pointer form reads dtype d (an
+// inline one is always fp32 bits).
+func (r *run) resolveScalarOf(s *scalar, src ImmSrc, v uint32, d Dtype, n int, mem OnChip) error {
+	s.d = d
 	switch src {
 	case ImmInline:
 		s.v = math.Float32frombits(v)
@@ -255,7 +263,7 @@ func (r *run) resolveScalar(s *scalar, src ImmSrc, v uint32, n int, mem OnChip) 
 	if v > AddrMask {
 		return fmt.Errorf("%w: scalar pointer %#x", ErrAperture, v)
 	}
-	pl, _, err := r.placeTensor(Tensor3D{Start: v, Num: [3]uint16{1, 1, 1}}, DtypeFP32, n, mem)
+	pl, _, err := r.placeTensor(Tensor4D{Start: v, Num: [4]uint16{1, 1, 1, 1}}, d, n, mem)
 	if err != nil {
 		return err
 	}
@@ -272,7 +280,11 @@ func (s scalar) at(mem OnChip, p int) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	return dtypes[DtypeFP32].load(b), nil
+	d := s.d
+	if d == 0 {
+		d = DtypeFP32
+	}
+	return dtypes[d].load(b), nil
 }
 
 // computeTS applies the ops partition by partition; it reports whether
@@ -295,7 +307,7 @@ func (r *run) computeTS(ts *TensorScalar, src, dst place, s0, s1 scalar, mem OnC
 				return false, err // memory the host refused
 			}
 		}
-		sc, dc := newCursor(ts.Src, src), newCursor(ts.Dst, dst)
+		sc, dc := newCursor(ts.Src.t4(), src), newCursor(ts.Dst.t4(), dst)
 		for range count {
 			if budget--; budget == 0 {
 				budget = checkEvery

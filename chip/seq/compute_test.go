@@ -1,0 +1,109 @@
+package seq
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// The dispatch table and the opcode table agree on which opcodes are
+// computed.
+func TestComputeOpsClassified(t *testing.T) {
+	for op := range 256 {
+		_, h := computeOps[Opcode(op)]
+		if c := Opcode(op).Class(); (c == ClassCompute) != h {
+			t.Errorf("%v: class %d, handler %v", Opcode(op), c, h)
+		}
+	}
+}
+
+// Real opcodes of the header's roster whose layout is not read (0x82..0x9F:
+// AFFINE_SELECT, STT, ...) are counted as not emulated, not faulted.
+func TestRosterOpcodesCounted(t *testing.T) {
+	for _, op := range []Opcode{0x82, 0x92, 0x98, 0x99, 0x9D, 0x9F} {
+		c := newCore(t)
+		if r := c.run1(DVE, NewRecord(op)); r.State != Halted || c.seqs[DVE].Counts().NotEmulated != 1 {
+			t.Errorf("%v: %+v", op, r)
+		}
+	}
+}
+
+// The compute records allocate per record, never per element: a record
+// over 64 times the elements allocates as much as a small one.
+func TestComputeAllocsPerElement(t *testing.T) {
+	records := map[string]func(n uint16) []*Record{
+		"tensor_tensor": func(n uint16) []*Record {
+			return []*Record{NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeBF16, OutDtype: DtypeFP32, Op: ALUAdd, Channels: 4,
+				Src0: contiguous(0, n), Src1: contiguous(0x8000, n), Dst: contiguous(0x10000, n)})}
+		},
+		"cast": func(n uint16) []*Record {
+			return []*Record{NewS4D4(OpCast, S4D4{InDtype: DtypeFP32, OutDtype: DtypeInt16, Channels: 4, Src: seq4(0, n), Dst: seq4(0x10000, n)})}
+		},
+		"reduce": func(n uint16) []*Record {
+			return []*Record{NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 4, Op: ALUMax, OpDim: SubdimX, Src: seq4(0, n), Dst: seq4(0x10000, 1)})}
+		},
+		"iota": func(n uint16) []*Record {
+			return []*Record{NewIota(Iota{Step: [4]int16{1}, Num: [4]uint16{n, 1, 1, 1}, OutDtype: DtypeFP32, Channels: 4, Dst: seq4(0, n)})}
+		},
+		"memset": func(n uint16) []*Record {
+			return []*Record{NewMemset(Memset{Count: uint32(n), Dtype: DtypeFP32, Channels: 4, Dst: seq4(0, n)})}
+		},
+		"activate": func(n uint16) []*Record {
+			return []*Record{NewActivate(Activate{BiasSrcN: 1, Src: contiguous(0, n), Dst: contiguous(0x10000, n), InDtype: DtypeFP32, BiasDtype: DtypeFP32,
+				OutDtype: DtypeFP32, Channels: 4, Func: 0x05, AccumCmd: AccZeroAccumulate, Scale: FP32(1)})}
+		},
+		"matmul": func(n uint16) []*Record {
+			return []*Record{
+				NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 4), InDtype: DtypeBF16, Rows: 4, Cols: 4, RowGrp: 15, ColGrp: 15}),
+				NewMatmul(GenV3, Matmul{Src: contiguous(0x100, n), InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 15, ColGrp: 15, Dst: contiguous(Addr(PSUM, 0, 0), n)}),
+			}
+		},
+	}
+	for name, recs := range records {
+		c := newCore(t)
+		allocs := func(n uint16) float64 {
+			img := ImageProgram(Assemble(0x1000, append(recs(n), halt())...))
+			return testing.AllocsPerRun(5, func() {
+				if r := c.seqs[DVE].Run(context.Background(), img); r.State != Halted {
+					t.Fatalf("%s: %+v", name, r)
+				}
+			})
+		}
+		if small, big := allocs(16), allocs(1024); big > small {
+			t.Errorf("%s: %v allocations for 16 elements, %v for 1024", name, small, big)
+		}
+	}
+}
+
+// A compute record naming 2^48 (or 2^64) elements ends when its run is
+// stopped, as TENSOR_SCALAR_ARITH does.
+func TestComputeStoppable(t *testing.T) {
+	huge3 := Tensor3D{Start: 0, Num: [3]uint16{65535, 65535, 65535}}
+	huge4 := Tensor4D{Start: 0, Num: [4]uint16{65535, 65535, 65535, 65535}}
+	records := map[string][]*Record{
+		"tensor_tensor": {NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, Op: ALUAdd, Channels: 128, Src0: huge3, Src1: huge3, Dst: huge3})},
+		"copy":          {NewS4D4(OpCopy, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Src: huge4, Dst: huge4})},
+		"reduce":        {NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op: ALUAdd, OpDim: SubdimXYZW, Src: huge4, Dst: seq4(0, 1)})},
+		"reduce of ones": {NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op: ALUAdd, OpDim: SubdimX,
+			Src: Tensor4D{Num: [4]uint16{1, 65535, 65535, 65535}}, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 65535, 1}}})},
+		"memset":   {NewMemset(Memset{Count: 65535 * 65535, Dtype: DtypeFP32, Channels: 128, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 1, 1}}})},
+		"activate": {NewActivate(Activate{BiasSrcN: 1, Src: huge3, Dst: huge3, InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Func: 0x07})},
+		"matmul": {NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 128), InDtype: DtypeBF16, Rows: 128, Cols: 128, RowGrp: 15, ColGrp: 15}),
+			NewMatmul(GenV3, Matmul{Src: Tensor3D{Num: [3]uint16{4096, 65535, 65535}}, InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 15, ColGrp: 15, Dst: Tensor3D{Start: Addr(PSUM, 0, 0), Step: [3]int16{1}, Num: [3]uint16{4096, 65535, 65535}}})},
+	}
+	for name, recs := range records {
+		c := newCore(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		done := make(chan Result, 1)
+		go func() { done <- c.seqs[PE].Run(ctx, ImageProgram(Assemble(0, append(recs, halt())...))) }()
+		select {
+		case r := <-done:
+			if r.State != Stopped {
+				t.Errorf("%s: %+v", name, r)
+			}
+		case <-time.After(budget):
+			t.Fatalf("%s: the record did not stop", name)
+		}
+		cancel()
+	}
+}
