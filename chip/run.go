@@ -133,9 +133,12 @@ func (c *Core) newSeqRun(req *execRequest) *seqRun {
 }
 
 // seqConfig is what engine e runs with: the core's semaphores and
-// registers (the core itself), its on-chip memory, the trace, and notify.
+// registers (the core itself), its on-chip memory, the trace, notify,
+// and the generation whose record layouts the core decodes (the
+// sequencer's generations are numbered as the driver's architectures).
 func (c *Core) seqConfig(e seq.Engine, notify func(seq.Notification)) seq.Config {
-	return seq.Config{Engine: e, Sync: c, CSR: c, Tracer: c.chip.tracer(c.nc, e), OnChip: c.onchip, Notify: notify}
+	return seq.Config{Engine: e, Sync: c, CSR: c, Tracer: c.chip.tracer(c.nc, e), OnChip: c.onchip, Notify: notify,
+		Gen: seq.Generation(c.cfg.arch.Arch)}
 }
 
 // startRun runs r's engines: as far as they go in the doorbell's
