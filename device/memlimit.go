@@ -66,6 +66,17 @@ type memLimit struct {
 	mu       lockrank.Mutex[lockrank.MemLimit]
 	refused  map[[2]int32]bool // (device, process) already logged
 	accessed atomic.Uint64     // bytes reached through the windows (file backing)
+	// onRefuse runs (under mu, so it must not block or lock) whenever a
+	// write is refused: the daemon then reaps raw memory (OnWriteRefused).
+	onRefuse func()
+}
+
+// OnWriteRefused makes fn run whenever the memory limit refuses a write;
+// fn must return at once and take no lock.
+func (s *System) OnWriteRefused(fn func()) {
+	s.memLimit.mu.Lock()
+	defer s.memLimit.mu.Unlock()
+	s.memLimit.onRefuse = fn
 }
 
 // refusedLogMax bounds the once-per-process log memory.
@@ -152,6 +163,9 @@ func (s *System) noteAccess(n uint64) {
 }
 
 func (l *memLimit) refuseLocked(d *Device, tgid int32, pa, n uint64, why string, err error) {
+	if l.onRefuse != nil {
+		l.onRefuse()
+	}
 	key := [2]int32{int32(d.Index), tgid}
 	if l.refused[key] || len(l.refused) >= refusedLogMax {
 		return
