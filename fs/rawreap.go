@@ -52,14 +52,32 @@ func (f *FS) startRawReaper() {
 	go r.run()
 }
 
+// rawReapInterval keeps kicked passes apart: each may read the maps of
+// every capable process, and releases can come in a stream. A pass
+// someone waits for (Reclaim) runs at once.
+const rawReapInterval = time.Second
+
 func (r *rawReaper) run() {
 	defer close(r.done)
+	var last time.Time
 	for {
 		var waiting []chan struct{}
 		select {
 		case <-r.stop:
 			return
 		case <-r.kick:
+			if wait := time.Until(last.Add(rawReapInterval)); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-r.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				case w := <-r.req:
+					t.Stop()
+					waiting = append(waiting, w)
+				}
+			}
 		case w := <-r.req:
 			waiting = append(waiting, w)
 		}
@@ -73,6 +91,7 @@ func (r *rawReaper) run() {
 			}
 		}
 		r.f.reapRaw()
+		last = time.Now()
 		for _, w := range waiting {
 			close(w)
 		}
