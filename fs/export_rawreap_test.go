@@ -1,4 +1,5 @@
 package fs
 
-// ReapRaw runs one pass of the raw-memory reaper now.
-func (f *FS) ReapRaw() { f.reapRaw() }
+// ReapRaw waits for a pass of the raw-memory reaper that starts after the
+// call.
+func (f *FS) ReapRaw() { f.reaper.Load().Reclaim() }
