@@ -63,9 +63,32 @@ type memLimit struct {
 	limit uint64 // bytes; 0: none
 	file  bool
 
-	mu       lockrank.Mutex[lockrank.MemLimit]
-	refused  map[[2]int32]bool // (device, process) already logged
-	accessed atomic.Uint64     // bytes reached through the windows (file backing)
+	mu        lockrank.Mutex[lockrank.MemLimit]
+	refused   map[[2]int32]bool // (device, process) already logged
+	accessed  atomic.Uint64     // bytes reached through the windows (file backing)
+	reclaimer Reclaimer         // see SetReclaimer
+}
+
+// Reclaimer frees what the backing holds that nothing needs (raw memory,
+// rawmem.go), so that a write the limit refuses may fit after all.
+// Reclaim returns when it is done, and is called holding no lock; Kick
+// only asks for it, never blocks and takes no lock.
+type Reclaimer interface {
+	Reclaim()
+	Kick()
+}
+
+// SetReclaimer gives the limit its reclaimer (nil: none).
+func (s *System) SetReclaimer(r Reclaimer) {
+	s.memLimit.mu.Lock()
+	defer s.memLimit.mu.Unlock()
+	s.memLimit.reclaimer = r
+}
+
+func (l *memLimit) getReclaimer() Reclaimer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reclaimer
 }
 
 // refusedLogMax bounds the once-per-process log memory.
@@ -100,8 +123,10 @@ func (s *System) MemoryLimit() (uint64, Backing) { return s.memLimit.limit, s.ba
 
 // admitWrite reports whether the daemon may write [pa, pa+n) of d's
 // physical memory on behalf of process tgid (0: a DMA engine), reserving
-// what the file does not hold yet. A refusal is logged once per device
-// and process.
+// what the file does not hold yet. A write the limit refuses gets a
+// second chance after the reclaimer has punched raw memory (rawmem.go):
+// a process's write waits for it (its ioctl holds no lock), an engine's
+// only asks for it. A refusal is logged once per device and process.
 func (s *System) admitWrite(d *Device, pa, n uint64, tgid int32) bool {
 	l := &s.memLimit
 	if n == 0 || (l.limit == 0 && !l.file) {
@@ -110,23 +135,46 @@ func (s *System) admitWrite(d *Device, pa, n uint64, tgid int32) bool {
 	if d.chip.Mem().Missing(pa, n) == 0 {
 		return true
 	}
+	r := l.getReclaimer()
+	wait := r != nil && tgid != 0
+	ok, full := s.tryAdmit(d, pa, n, tgid, !wait)
+	switch {
+	case ok || !full:
+		return ok
+	case !wait:
+		if r != nil {
+			r.Kick()
+		}
+		return false
+	}
+	r.Reclaim()
+	ok, _ = s.tryAdmit(d, pa, n, tgid, true)
+	return ok
+}
+
+// tryAdmit is one attempt of admitWrite; full reports a refusal by the
+// limit, which is logged only when final.
+func (s *System) tryAdmit(d *Device, pa, n uint64, tgid int32, final bool) (ok, full bool) {
+	l := &s.memLimit
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	add := d.chip.Mem().Missing(pa, n) // again: a concurrent write may have reserved some
 	if add == 0 {
-		return true
+		return true, false
 	}
 	if !l.file && l.limit > 0 {
 		if held := s.heldLocked(); held+add > l.limit {
-			l.refuseLocked(d, tgid, pa, n, fmt.Sprintf("the backing holds %d of %d bytes, the write adds %d", held, l.limit, add), nil)
-			return false
+			if final {
+				l.refuseLocked(d, tgid, pa, n, fmt.Sprintf("the backing holds %d of %d bytes, the write adds %d", held, l.limit, add), nil)
+			}
+			return false, true
 		}
 	}
 	if err := d.chip.Reserve(pa, n); err != nil {
 		l.refuseLocked(d, tgid, pa, n, "no space for it in the backing", err)
-		return false
+		return false, false
 	}
-	return true
+	return true, false
 }
 
 // noteAccess counts n bytes the daemon is about to reach through its

@@ -192,3 +192,19 @@ func (m *Space) Close() {
 		}
 	}
 }
+
+// Maps reports whether virtual address va lies in one of the space's own
+// window mappings: the daemon's view of the file, told apart from a
+// client's mapping of it in the same process.
+func (m *Space) Maps(va uint64) bool {
+	for _, w := range m.windows {
+		if !w.ready.Load() {
+			continue
+		}
+		start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(w.mem))))
+		if va >= start && va-start < uint64(len(w.mem)) {
+			return true
+		}
+	}
+	return false
+}

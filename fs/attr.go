@@ -140,8 +140,8 @@ func (n *linkNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 }
 
 // openerIsAdmin reports whether the task behind a FUSE request has
-// CAP_SYS_ADMIN.
+// CAP_SYS_ADMIN in the initial user namespace (see capable).
 func openerIsAdmin(ctx context.Context) bool {
 	c, ok := fuse.FromContext(ctx)
-	return ok && hasCap(int32(c.Pid), unix.CAP_SYS_ADMIN)
+	return ok && capable(int32(c.Pid), unix.CAP_SYS_ADMIN)
 }

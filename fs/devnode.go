@@ -157,6 +157,8 @@ func (f *FS) flush(ctx context.Context, file *device.File, caller device.Caller)
 func (f *FS) release(file *device.File, tid int32) {
 	defer f.watch.end(f.watch.begin(opRelease, 0, file.Dev.Index, tid, 0))
 	file.Release()
+	// The file's mappings are gone with it: what they held raw goes too.
+	f.kickRawReap()
 }
 
 // The driver registers no read or write operation: the VFS answers EINVAL.

@@ -17,16 +17,23 @@ func (f *FS) MappingAt(tgid int32, va uint64) (device.UserMapping, bool) {
 	if !ok {
 		return device.UserMapping{}, false
 	}
-	dev, ok := f.physIno[fileID{unix.Mkdev(m.Major, m.Minor), m.Inode}]
+	dev, ok := f.deviceOf(m)
 	if !ok {
-		if uint64(m.Major)<<32|uint64(m.Minor) != f.mountDev.Load() {
-			return device.UserMapping{}, false
-		}
-		if dev, ok = f.devIno[m.Inode]; !ok {
-			return device.UserMapping{}, false
-		}
+		return device.UserMapping{}, false
 	}
 	return device.UserMapping{Device: dev, Start: m.Start, Length: m.End - m.Start, Offset: m.Offset}, true
+}
+
+// deviceOf reports which device's physical memory mapping m maps.
+func (f *FS) deviceOf(m procfs.Mapping) (int, bool) {
+	if dev, ok := f.physIno[fileID{unix.Mkdev(m.Major, m.Minor), m.Inode}]; ok {
+		return dev, true
+	}
+	if uint64(m.Major)<<32|uint64(m.Minor) != f.mountDev.Load() {
+		return 0, false
+	}
+	dev, ok := f.devIno[m.Inode]
+	return dev, ok
 }
 
 // fileID names a file by device and inode number.

@@ -1,14 +1,11 @@
 package fs
 
 import (
-	"fmt"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/internal/procfs"
 )
 
 // CheckMmap answers, for the seccomp supervisor of `run`, whether the
@@ -23,16 +20,6 @@ func (f *FS) CheckMmap(i int, tid int32, off, length uint64, prot int) syscall.E
 		Offset: off,
 		Length: length,
 		Write:  prot&unix.PROT_WRITE != 0,
-		RawIO:  hasCap(tid, unix.CAP_SYS_RAWIO),
+		RawIO:  capable(tid, unix.CAP_SYS_RAWIO),
 	})
-}
-
-// hasCap reports whether task tid has capability c in its effective set.
-func hasCap(tid int32, c int) bool {
-	v, err := procfs.Field(fmt.Sprintf("/proc/%d/status", tid), "CapEff")
-	if err != nil {
-		return false
-	}
-	caps, err := strconv.ParseUint(v, 16, 64)
-	return err == nil && caps&(1<<uint(c)) != 0
 }

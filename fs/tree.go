@@ -81,6 +81,9 @@ type FS struct {
 	// physIno recognises mappings of the physical-memory files (set
 	// before serving, read-only after).
 	physIno map[fileID]int
+	// reaper punches raw memory (rawreap.go); nil until mounted, while
+	// requests are already served.
+	reaper atomic.Pointer[rawReaper]
 
 	watch *watchdog      // the slow-request log (watchdog.go)
 	usr1  chan os.Signal // SIGUSR1, caught from before the mount (diag.go)
@@ -224,6 +227,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		switch {
 		case opts.OtherMmap:
 			log.WithError(err).Debug("mmap of the FUSE files is not coherent")
+			f.startRawReaper()
 			return f, nil
 		case !opts.DegradedMmap:
 			f.Unmount()
@@ -231,6 +235,8 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		}
 		log.WithError(err).Warn("running with degraded mmap")
 	}
+	// After the self-test: its mapping is the daemon's own.
+	f.startRawReaper()
 	return f, nil
 }
 
@@ -273,6 +279,7 @@ func (f *FS) Unmount() error {
 			<-done
 		}
 	}
+	f.stopRawReaper()
 	f.tgids.close()
 	return err
 }

@@ -181,6 +181,9 @@ type Pool struct {
 	usage    usage
 	pidUse   map[int32]*[2]uint64 // [host, device] bytes per process
 	fault    func() bool
+	// pinnedFreed holds the chunks freed while an access pins them: their
+	// memory is still in use (see Allocated).
+	pinnedFreed map[*Chunk]struct{}
 }
 
 // New builds the pools of one device of the given architecture and
@@ -199,6 +202,8 @@ func NewOnHost(f *dhal.ArchFacts, host *HostSpace, owner any) *Pool {
 		owner:    owner,
 		lists:    map[lifespanKey]map[*Chunk]struct{}{},
 		pidUse:   map[int32]*[2]uint64{},
+
+		pinnedFreed: map[*Chunk]struct{}{},
 	}
 	p.handles.init(HandleTableSize)
 	for i := 0; i < f.HBMChannels; i++ {
@@ -443,6 +448,9 @@ func (p *Pool) retire(c *Chunk, caller int32) bool {
 	p.removeFromList(c)
 	c.magic = deadMagic
 	c.retired = true
+	if c.pins > 0 {
+		p.pinnedFreed[c] = struct{}{}
+	}
 	return c.pins == 0
 }
 
@@ -486,7 +494,11 @@ func (p *Pool) Unpin(c *Chunk) (discard bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c.pins--
-	return c.pins == 0 && c.retired && c.magic != ChunkMagic
+	discard = c.pins == 0 && c.retired && c.magic != ChunkMagic
+	if discard {
+		delete(p.pinnedFreed, c)
+	}
+	return discard
 }
 
 // FreeExpired is mpset_free_expired_mc: it drops one reference of every

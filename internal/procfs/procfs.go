@@ -47,6 +47,21 @@ func MappingAt(pid int, addr uint64) (Mapping, bool) {
 	return Mapping{}, false
 }
 
+// Mappings returns the file mappings of process pid, in address order.
+func Mappings(pid int) ([]Mapping, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
+	}
+	var ms []Mapping
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if m, ok := parseMapsLine(line); ok && m.Inode != 0 {
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
+}
+
 // parseMapsLine reads "start-end perms offset major:minor inode [path]".
 func parseMapsLine(line []byte) (Mapping, bool) {
 	f := bytes.Fields(line)
