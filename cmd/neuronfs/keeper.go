@@ -52,10 +52,15 @@ func startKept(argv []string, as string, uid, gid int, files ...*os.File) (func(
 	}
 	defer r.Close()
 	args := append([]string{keepCmd, "--as=" + as, fmt.Sprintf("--uid=%d", uid), fmt.Sprintf("--gid=%d", gid),
-		fmt.Sprintf("--files=%d", len(files)), "--"}, argv...)
+		fmt.Sprintf("--files=%d", len(files)), fmt.Sprintf("--pgid=%d", unix.Getpgrp()), "--"}, argv...)
 	cmd := exec.Command(self, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = append([]*os.File{r}, files...)
+	// The keeper has a process group of its own, so a SIGKILL sent to
+	// run's group (a CI timeout) does not reach it, and it stops what of
+	// CMD's tree the signal missed (setsid daemons). CMD goes back to
+	// run's group, for the terminal's job control.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	wait, err := startForwardingSignals(cmd)
 	if err != nil {
 		w.Close()
@@ -73,6 +78,7 @@ func cmdKeep(args []string) int {
 	uid := fl.Int("uid", os.Getuid(), "")
 	gid := fl.Int("gid", os.Getgid(), "")
 	nfiles := fl.Int("files", 0, "")
+	pgid := fl.Int("pgid", 0, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
@@ -89,11 +95,15 @@ func cmdKeep(args []string) int {
 	cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	switch *as {
 	case keepUserns:
 		cmd.SysProcAttr = asUserInside(*uid, *gid)
 	case keepCred:
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid)}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid)}
+	}
+	if *pgid > 0 {
+		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, *pgid
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -23,11 +23,15 @@ import (
 // own, and waits.
 const orphanScript = `setsid sh -c 'sleep 1000 & echo $!'; echo $$; exec sleep 1000`
 
-// startOrphaning starts run with orphanScript and returns run, pidfds of
-// CMD and of its double-forked grandchild, and run's stderr so far.
-func startOrphaning(t *testing.T) (*exec.Cmd, []int, *bytes.Buffer) {
+// startOrphaning starts run with orphanScript (in a process group of its
+// own if ownGroup) and returns run, pidfds of CMD and of its double-forked
+// grandchild, and run's stderr so far.
+func startOrphaning(t *testing.T, ownGroup bool) (*exec.Cmd, []int, *bytes.Buffer) {
 	t.Helper()
 	cmd := neuronfs(t, "run", "--", "sh", "-c", orphanScript)
+	if ownGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	// A program that outlives run holds run's stderr: Wait must not wait
@@ -85,16 +89,28 @@ func waitGone(t *testing.T, what string, pidfds []int) {
 // the daemon CMD double-forked go with it instead of living on with a
 // seccomp filter nobody answers.
 func TestRunKilledStopsProgram(t *testing.T) {
-	cmd, pidfds, _ := startOrphaning(t)
+	cmd, pidfds, _ := startOrphaning(t, false)
 	cmd.Process.Kill()
 	cmd.Wait()
 	waitGone(t, "CMD and its double-forked grandchild to end after run was SIGKILLed", pidfds)
 }
 
+// A SIGKILL sent to run's process group (as a CI timeout sends it) kills
+// run, its daemon and CMD at once; the daemon CMD double-forked, in a
+// session of its own, goes too.
+func TestRunGroupKilledStopsProgram(t *testing.T) {
+	cmd, pidfds, _ := startOrphaning(t, true)
+	if err := unix.Kill(-cmd.Process.Pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	waitGone(t, "CMD and its double-forked grandchild to end after run's process group was SIGKILLed", pidfds)
+}
+
 // A SIGKILLed daemon takes CMD and its descendants along, and run says
 // why its program died and fails.
 func TestRunDaemonKilledStopsProgram(t *testing.T) {
-	cmd, pidfds, stderr := startOrphaning(t)
+	cmd, pidfds, stderr := startOrphaning(t, false)
 	daemon := 0
 	for _, p := range descendants(cmd.Process.Pid) {
 		if pp, ok := parentOf(p); ok && pp == cmd.Process.Pid {
@@ -161,5 +177,39 @@ func TestRunSIGINTReachesProgram(t *testing.T) {
 	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 || line != "interrupted\n" {
 		t.Fatalf("run: %v, CMD said %q; want exit status 5 after \"interrupted\"", err, line)
+	}
+}
+
+// On a terminal, CMD is in the foreground job as without run: it reads
+// the terminal (a process of another group would be stopped by SIGTTIN)
+// and Ctrl-C interrupts it.
+func TestRunOnTerminal(t *testing.T) {
+	master, slave := openPTY(t, 80, 24)
+	cmd := neuronfs(t, "run", "--", "sh", "-c", `trap 'echo interrupted; exit 5' INT; read line; echo "got $line"; sleep 1000 & wait`)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	var scr screen
+	go scr.readFrom(master)
+	if _, err := master.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "CMD to read the terminal", func() bool { return strings.Contains(scr.String(), "got hello") })
+	if _, err := master.Write([]byte{0x03}); err != nil { // ^C
+		t.Fatal(err)
+	}
+	waitFor(t, "Ctrl-C to interrupt CMD", func() bool { return strings.Contains(scr.String(), "interrupted") })
+	err := <-exited
+	exited <- err // for the cleanup
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 {
+		t.Fatalf("run: %v, want exit status 5\n%s", err, scr.String())
 	}
 }
