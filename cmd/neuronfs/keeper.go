@@ -191,7 +191,7 @@ func stopDescendants() {
 
 // killDescendants sends SIGKILL to every process under this one.
 func killDescendants() {
-	for _, pid := range descendants(os.Getpid()) {
-		unix.Kill(pid, unix.SIGKILL)
+	for _, d := range descendants(os.Getpid()) {
+		d.kill()
 	}
 }

@@ -112,9 +112,9 @@ func TestRunGroupKilledStopsProgram(t *testing.T) {
 func TestRunDaemonKilledStopsProgram(t *testing.T) {
 	cmd, pidfds, stderr := startOrphaning(t, false)
 	daemon := 0
-	for _, p := range descendants(cmd.Process.Pid) {
-		if pp, ok := parentOf(p); ok && pp == cmd.Process.Pid {
-			daemon = p
+	for _, d := range descendants(cmd.Process.Pid) {
+		if d.parent == cmd.Process.Pid {
+			daemon = d.pid
 		}
 	}
 	if daemon == 0 {
