@@ -24,7 +24,13 @@
 // and the guard's recognise those runs before any test code, so a test
 // binary needs no TestMain for them.
 //
-// Requirements are those of `neuronfs run`: root, /dev/fuse and FUSE
-// passthrough (Linux 6.9). Without root or /dev/fuse New skips the test,
-// or fails it when NEURONFS_REQUIRE_FUSE=1.
+// Requirements: root and /dev/fuse; FUSE passthrough (Linux 6.9) is used
+// where present, else the commands' device descriptors are served by the
+// supervisor. Unlike `neuronfs run`, a testbed does not yet work without
+// root: it mounts from the test process itself. Where a host cannot
+// start, New fails the test with one line naming what is missing: a
+// device suite that silently skips passes for nothing. Skipping is opted
+// into, per test with the SkipWithoutHost option or for the whole run
+// with NEURONFS_SKIP_WITHOUT_HOST=1; NEURONFS_REQUIRE_FUSE=1 (as CI sets
+// it) makes it a failure whatever was opted into.
 package testbed

@@ -9,8 +9,9 @@ import (
 type Option func(*config) error
 
 type config struct {
-	dev    device.Config
-	faults string
+	dev             device.Config
+	faults          string
+	skipWithoutHost bool
 }
 
 // Instance is the EC2 instance type to emulate (default trn2.48xlarge);

@@ -17,7 +17,6 @@ import (
 	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
-	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
 // Testbed is one emulated host, served by the test process for one test.
@@ -45,17 +44,19 @@ type Testbed struct {
 const guardMargin = 2 * time.Second
 
 // New starts an emulated host for the test and tears it down when the
-// test ends. It fails the test if the host cannot start, and skips it
-// without root or /dev/fuse (fails under NEURONFS_REQUIRE_FUSE=1).
+// test ends. It fails the test if the host cannot start, with one line
+// naming what is missing (root, /dev/fuse); SkipWithoutHost or
+// $NEURONFS_SKIP_WITHOUT_HOST=1 make it skip instead, unless
+// NEURONFS_REQUIRE_FUSE=1.
 func New(t testing.TB, opts ...Option) *Testbed {
 	t.Helper()
-	testenv.RequireFUSE(t)
 	var c config
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			t.Fatalf("testbed: %v", err)
 		}
 	}
+	requireHost(t, readHostFacts(), c.skipWithoutHost, os.Getenv)
 	tb, err := start(t, c)
 	if err != nil {
 		t.Fatalf("testbed: %v", err)

@@ -50,6 +50,7 @@ func commands() map[string]func([]string) int {
 		nsRunCmd:        cmdNsRun,
 		execCmd:         cmdExec,
 		reapCmd:         cmdReap,
+		keepCmd:         cmdKeep,
 		traceeCmd:       cmdTracee,
 		replayCmd:       cmdReplayInside,
 		replayWorkerCmd: cmdReplayWorker,

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -49,17 +47,19 @@ func cmdNsRun(args []string) int {
 		return failLine("run", mountError(err))
 	}
 	if *noChardev {
-		cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		as := keepAsIs
 		switch {
 		case *rootless:
-			cmd.SysProcAttr = asUserInside(u.uid, u.gid)
+			as = keepUserns
 		case u.uid != os.Geteuid() || u.gid != os.Getegid():
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+			as = keepCred
 		}
 		status := 0
-		if wait, err := startForwardingSignals(cmd); err != nil {
-			status = reportStartFailure(fl.Arg(0), err)
+		// The keeper starts CMD and stops it and its descendants if this
+		// daemon dies (keeper.go).
+		if wait, err := startKept(fl.Args(), as, u.uid, u.gid); err != nil {
+			log.WithError(err).Error("cannot start the command's keeper")
+			status = 127
 		} else {
 			lowerOOMScore(log) // after the fork: CMD keeps its own score
 			status = wait()
@@ -98,15 +98,15 @@ func cmdNsRun(args []string) int {
 		return 1
 	}
 	// Rootless, the helper starts as the user inside (asUserInside), with
-	// no capability: the filter then needs no_new_privs.
-	helperArgs := append([]string{execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), fmt.Sprintf("--no-new-privs=%v", *rootless), "--"}, fl.Args()...)
-	cmd := exec.Command(self, helperArgs...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// no capability: the filter then needs no_new_privs. The keeper
+	// starts it, and stops CMD and its descendants if this daemon dies
+	// (keeper.go).
+	helperArgs := append([]string{self, execCmd, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--direct=%v", direct != nil), fmt.Sprintf("--no-new-privs=%v", *rootless), "--"}, fl.Args()...)
+	as := keepAsIs
 	if *rootless {
-		cmd.SysProcAttr = asUserInside(u.uid, u.gid)
+		as = keepUserns
 	}
-	cmd.ExtraFiles = []*os.File{theirs}
-	wait, err := startForwardingSignals(cmd)
+	wait, err := startKept(helperArgs, as, u.uid, u.gid, theirs)
 	theirs.Close()
 	if err != nil {
 		log.WithError(err).Error("cannot start the command")

@@ -91,10 +91,14 @@ func init() {
 		}
 		return 0
 	}
-	// rootlesswait prints its parent (the daemon) and waits for the end
-	// of its standard input.
+	// rootlesswait prints the daemon (its keeper's parent) and waits for
+	// the end of its standard input.
 	clients["rootlesswait"] = func() int {
-		fmt.Println("daemon", os.Getppid())
+		daemon, ok := parentOf(os.Getppid())
+		if !ok {
+			return clientFail("no keeper's parent")
+		}
+		fmt.Println("daemon", daemon)
 		io.Copy(io.Discard, os.Stdin)
 		return 0
 	}

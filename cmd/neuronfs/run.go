@@ -9,6 +9,9 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // nsRunCmd is the hidden command that runs inside the private mount
@@ -118,6 +121,12 @@ func cmdRun(args []string) int {
 	if rootless {
 		cmd.SysProcAttr = rootlessNamespaces()
 	}
+	// The program's keeper (keeper.go) outlives a killed daemon: as the
+	// subreaper, run inherits it and waits for it to stop the program.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run: cannot become a subreaper:", err)
+		return 1
+	}
 	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
 	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
 	if err != nil {
@@ -127,7 +136,35 @@ func cmdRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 1
 	}
-	return wait()
+	status := wait()
+	// The daemon handles the signals it is sent: killed, it was killed
+	// by something else (SIGKILL, the OOM killer), and the keeper is
+	// stopping the program.
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		fmt.Fprintf(os.Stderr, "neuronfs: the daemon died (%v); the program was stopped\n", cmd.ProcessState)
+		reapOrphans(orphanBudget)
+	}
+	return status
+}
+
+// orphanBudget bounds how long run waits, after its daemon died, for the
+// keeper to stop the program: killing and reaping take milliseconds, but
+// a process stuck in the kernel cannot be hurried.
+const orphanBudget = 10 * time.Second
+
+// reapOrphans waits for the children run inherited as a subreaper, for at
+// most budget.
+func reapOrphans(budget time.Duration) {
+	deadline := time.Now().Add(budget)
+	for time.Now().Before(deadline) {
+		pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
+		if errors.Is(err, unix.ECHILD) {
+			return
+		}
+		if pid <= 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // runForwardingSignals runs cmd, passes on the signals a terminal or a

@@ -1,0 +1,61 @@
+package testbed
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// SkipEnv, set to 1, makes New skip a test where no host can start,
+// instead of failing it; the pytest plugin's neuron_host reads it too.
+const SkipEnv = "NEURONFS_SKIP_WITHOUT_HOST"
+
+// requireEnv, set to 1 (as CI sets it), makes a missing host a failure
+// whatever the test opted into.
+const requireEnv = "NEURONFS_REQUIRE_FUSE"
+
+// SkipWithoutHost makes New skip the test, rather than fail it, where a
+// host cannot start (no root, no /dev/fuse): for suites that also run
+// where device tests cannot. $NEURONFS_SKIP_WITHOUT_HOST=1 does the same
+// for every test; NEURONFS_REQUIRE_FUSE=1 overrides both.
+func SkipWithoutHost() Option {
+	return func(c *config) error { c.skipWithoutHost = true; return nil }
+}
+
+// hostFacts are what a host needs from the machine, as New finds them.
+type hostFacts struct {
+	euid    int
+	fuseErr error // of read-write access to /dev/fuse
+}
+
+func readHostFacts() hostFacts {
+	return hostFacts{euid: os.Geteuid(), fuseErr: unix.Access("/dev/fuse", unix.R_OK|unix.W_OK)}
+}
+
+// missing names, in one line, what keeps a host from starting here, or
+// is "".
+func (f hostFacts) missing() string {
+	if f.euid != 0 {
+		return "a testbed needs root: it mounts its FUSE file system from the test process, which has no user namespace of its own (neuronfs run works without root; the testbed does not yet)"
+	}
+	if f.fuseErr != nil {
+		return "a testbed needs /dev/fuse: " + f.fuseErr.Error()
+	}
+	return ""
+}
+
+// requireHost fails the test, or skips it where the test or the
+// environment opted into skipping, when a host cannot start here.
+func requireHost(t testing.TB, f hostFacts, skipOpt bool, getenv func(string) string) {
+	t.Helper()
+	why := f.missing()
+	if why == "" {
+		return
+	}
+	if getenv(requireEnv) != "1" && (skipOpt || getenv(SkipEnv) == "1") {
+		t.Skip(why)
+		return
+	}
+	t.Fatalf("%s (to skip instead: testbed.SkipWithoutHost() or %s=1)", why, SkipEnv)
+}
