@@ -76,7 +76,7 @@ func (h *chipHost) Faults() chip.Faults {
 
 // chipConfig is device index's chip as the system configures it.
 func (s *System) chipConfig(index int) chip.Config {
-	serial := s.serialNumber(index)
+	serial := s.id.serial(index)
 	p := s.Instance.Product
 	id := map[uint64]uint32{
 		mmio.RegDeviceID: s.Instance.RoutingID(index),

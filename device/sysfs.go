@@ -79,7 +79,7 @@ func (d *Device) Attributes() []Attr {
 		{Path: "core_count", Mode: s.topologyMode(), Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
 		{Path: "connected_devices", Mode: s.topologyMode(), Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
 		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.showNotifyDelay, Store: s.storeNotifyDelay},
-		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.serialNumber(d.Index))), Store: ignoreWrite},
+		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.id.serial(d.Index))), Store: ignoreWrite},
 		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n"), Store: ignoreWrite},
 		{Path: "info/architecture/instance_type", Mode: modeMetricAttr, Show: text(p.InstanceType + "\n"), Store: ignoreWrite},
 		{Path: "info/architecture/device_name", Mode: modeMetricAttr, Show: text(p.DeviceName + "\n"), Store: ignoreWrite},

@@ -84,17 +84,18 @@ type System struct {
 
 	resetLatency time.Duration
 	timeScale    float64
+	budgets      budgets // the watchdog's request budgets (budget.go)
 	faults       Faults
 	strict       bool
 	// quirks are the emulated version's behaviour changes.
 	quirks ioctl.Quirks
 	// hostSpace is the host's DMA address space, shared by the devices.
-	hostSpace  *mempool.HostSpace
-	nodeSerial uint64
-	podRAM     podRAM // each device's firmware, for the election
-	backing    Backing
-	memLimit   memLimit
-	pod        *pod.Election // nil outside UltraServer and PDS hosts
+	hostSpace *mempool.HostSpace
+	id        identity
+	podRAM    podRAM // each device's firmware, for the election
+	backing   Backing
+	memLimit  memLimit
+	pod       *pod.Election // nil outside UltraServer and PDS hosts
 
 	mu          lockrank.Mutex[lockrank.Host] // guards the driver-global state below
 	metrics     metricsCtl
@@ -161,7 +162,7 @@ func NewSystem(cfg Config) (*System, error) {
 		resetLatency: cfg.ResetLatency,
 		strict:       cfg.Strict,
 		quirks:       table.Quirks,
-		nodeSerial:   cfg.NodeSerial,
+		id:           identity{inst: inst, nodeSerial: cfg.NodeSerial},
 		podRAM:       make(podRAM, inst.Devices),
 		backing:      cfg.Backing,
 	}
@@ -182,6 +183,7 @@ func NewSystem(cfg Config) (*System, error) {
 	if s.resetLatency == 0 {
 		s.resetLatency = s.scaled(defaultResetLatency)
 	}
+	s.budgets = newBudgets(s.Table, s.Arch, s.scaled, s.resetLatency)
 	s.dispatch = newDispatcher(s.Table)
 	s.watched = map[int32]*os.File{}
 	s.hostSpace = mempool.NewHostSpace()
