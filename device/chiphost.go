@@ -71,7 +71,7 @@ func (h *chipHost) Count(nc int, name string, n uint64) { h.d.metrics.Add(nc, na
 
 func (h *chipHost) Faults() chip.Faults {
 	f := &h.d.sys.faults
-	return chip.Faults{DMA: h.d.sys.dmaFault, ResetFail: f.ResetFail.Load, FWIOFail: f.FWIOFail.Load, PowerInvalid: f.PowerInvalid.Load}
+	return chip.Faults{DMA: f.dma, ResetFail: f.ResetFail.Load, FWIOFail: f.FWIOFail.Load, PowerInvalid: f.PowerInvalid.Load}
 }
 
 // chipConfig is device index's chip as the system configures it.

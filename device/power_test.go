@@ -93,7 +93,7 @@ func TestPowerUtilization(t *testing.T) {
 func TestPowerInvalidFault(t *testing.T) {
 	s := newTestSystem(t, "trn1.2xlarge")
 	s.stopPowerSampler()
-	if err := s.ApplyFaults("power-invalid"); err != nil {
+	if err := s.Faults().Apply("power-invalid"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Unix(1_800_000_000, 0)
@@ -102,7 +102,7 @@ func TestPowerInvalidFault(t *testing.T) {
 	if got, want := powerAttr(t, s.Devices[0]), fmt.Sprintf("POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", end.Unix()); got != want {
 		t.Fatalf("%q, want %q", got, want)
 	}
-	if err := s.ApplyFaults("-power-invalid"); err != nil {
+	if err := s.Faults().Apply("-power-invalid"); err != nil {
 		t.Fatal(err)
 	}
 	end = runMinute(s, end, func(int) time.Duration { return powerPeriod / 2 })

@@ -95,7 +95,7 @@ func (s *System) State() HostState {
 		Major:         s.Major,
 		Faults:        []string{},
 	}
-	if on, _, _ := strings.Cut(s.faultStatus(), "\n"); on != "none" {
+	if on, _, _ := strings.Cut(s.faults.status(), "\n"); on != "none" {
 		st.Faults = strings.Split(on, ",")
 	}
 	for _, d := range s.Devices {

@@ -63,7 +63,7 @@ func TestStateFollowsAttachAndResets(t *testing.T) {
 		t.Errorf("released: pids %v opens %d, want none", d.PIDs, d.Opens)
 	}
 
-	if err := s.ApplyFaults("reset-fail"); err != nil {
+	if err := s.Faults().Apply("reset-fail"); err != nil {
 		t.Fatal(err)
 	}
 	if st := stateOf(t, s); !slices.Equal(st.Faults, []string{"reset-fail"}) {
@@ -80,7 +80,7 @@ func TestStateFollowsAttachAndResets(t *testing.T) {
 		t.Errorf("open of the invalid device: %v, want EINVAL", errno)
 	}
 
-	if err := s.ApplyFaults("none"); err != nil {
+	if err := s.Faults().Apply("none"); err != nil {
 		t.Fatal(err)
 	}
 	s.Devices[0].storeReset([]byte("1\n"))

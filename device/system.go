@@ -175,6 +175,7 @@ func NewSystem(cfg Config) (*System, error) {
 	if cfg.InferenceStart != nil {
 		s.inferenceStart = int(*cfg.InferenceStart)
 	}
+	s.faults.sys = s
 	s.faults.ResetFail.Store(cfg.FailResets)
 	s.timeScale = cfg.TimeScale
 	if s.timeScale <= 0 {
