@@ -45,7 +45,7 @@ func (s *System) newPodElection(cfg pod.Config) *pod.Election {
 	// never starts (POD_STATUS stays busy until a kill).
 	cfg.Devices = pod.DefaultDevices
 	cfg.ServerID = s.Instance.ServerID
-	cfg.MarkedCores = s.MarkedCores
+	cfg.MarkedCores = s.cores.count
 	cfg.Log = s.log
 	return pod.New(cfg, s.podRAM)
 }
@@ -55,14 +55,6 @@ func (s *System) newPodElection(cfg pod.Config) *pod.Election {
 func (s *System) postReset(d *Device, ok bool) {
 	if s.pod != nil {
 		s.pod.OnReset(d.Index, ok)
-	}
-}
-
-// notifyUnmark tells the election how many cores stay marked after an
-// unmark: at zero it forgets the operating mode.
-func (s *System) notifyUnmark(marked int) {
-	if s.pod != nil {
-		s.pod.NotifyUnmark(marked)
 	}
 }
 

@@ -49,11 +49,11 @@ type System struct {
 
 	mu          lockrank.Mutex[lockrank.Host] // guards the driver-global state below
 	metrics     metricsCtl
-	watched     map[int32]*os.File // attached processes' pidfds (watch.go)
-	pins        pins               // pinned host memory by process (pin.go)
-	cores       coreReservations
-	dsClearTick uint64 // orders datastore slot releases host-wide
-	notifyDelay bool   // sysfs info/notify_delay: "0" enables sysfs_notify
+	exits       exitWatch // attached processes' pidfds (watch.go)
+	pins        pinTable  // pinned host memory by process (pin.go)
+	cores       coreMarks // host-wide core reservations (coremarks.go)
+	dsClearTick uint64    // orders datastore slot releases host-wide
+	notifyDelay bool      // sysfs info/notify_delay: "0" enables sysfs_notify
 
 	sweeper        loop         // the semaphore-window sweeper
 	sampler        powerSampler // power utilisation (powersampler.go)
@@ -120,7 +120,6 @@ func newSystem(cfg Config, inst *dhal.Instance, facts *dhal.ArchFacts, table *io
 		backing:        cfg.Backing,
 		dispatch:       newDispatcher(table),
 		hostSpace:      mempool.NewHostSpace(),
-		watched:        map[int32]*os.File{},
 		epoch:          time.Now(),
 		inferenceStart: -1,
 		execLatency:    cfg.ExecLatency,
@@ -129,6 +128,8 @@ func newSystem(cfg Config, inst *dhal.Instance, facts *dhal.ArchFacts, table *io
 		s.inferenceStart = int(*cfg.InferenceStart)
 	}
 	s.faults.sys = s
+	s.exits = exitWatch{s: s, files: map[int32]*os.File{}}
+	s.pins.s, s.cores.s = s, s
 	if s.timeScale <= 0 {
 		s.timeScale = DefaultTimeScale
 	}
@@ -158,7 +159,7 @@ func (s *System) scaled(d time.Duration) time.Duration {
 
 // Close releases the devices' memory. Nothing may use the system after.
 func (s *System) Close() {
-	s.closeWatches()
+	s.exits.close()
 	s.sweeper.halt()
 	s.sampler.halt()
 	if s.pod != nil {
