@@ -65,7 +65,8 @@ func dmiModalias(id identity) string {
 }
 
 // DMIAttributes returns the files of /sys/devices/virtual/dmi/id.
-func (s *System) DMIAttributes() []Attr {
+func (fs Sysfs) DMIAttributes() []Attr {
+	s := fs.s
 	out := make([]Attr, 0, len(dmiFields)+2)
 	for _, f := range dmiFields {
 		mode := uint32(0o444)

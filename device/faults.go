@@ -157,14 +157,6 @@ func (f *Faults) attr() Attr {
 	}
 }
 
-// ControlAttributes are neuronfs's own files (not the driver's), under
-// neuronfs/ at the mount root.
-func (s *System) ControlAttributes() []Attr {
-	return append([]Attr{s.faults.attr(),
-		{Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus},
-		{Path: CoresFile, Mode: 0o444, Show: s.coresStatus}}, s.stateAttributes()...)
-}
-
 // FaultsFile is the control file that takes and shows fault lists.
 const FaultsFile = "faults"
 

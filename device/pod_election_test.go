@@ -45,7 +45,7 @@ func podStatusV2(t *testing.T, s *System) (Result, ioctl.PodStatusV2) {
 }
 
 func classAttr(s *System, name string) string {
-	for _, a := range s.ClassAttributes() {
+	for _, a := range s.Sysfs().ClassAttributes() {
 		if a.Path == name {
 			return a.Show()
 		}

@@ -14,7 +14,7 @@ import (
 func stateOf(t *testing.T, s *System) HostState {
 	t.Helper()
 	var st HostState
-	if err := json.Unmarshal([]byte(s.stateJSON()), &st); err != nil {
+	if err := json.Unmarshal([]byte(s.Sysfs().stateJSON()), &st); err != nil {
 		t.Fatalf("state file is not JSON: %v", err)
 	}
 	return st
@@ -97,7 +97,7 @@ func TestStateFollowsAttachAndResets(t *testing.T) {
 func TestControlFiles(t *testing.T) {
 	s := newTestSystem(t, "inf2.xlarge")
 	files := map[string]Attr{}
-	for _, a := range s.ControlAttributes() {
+	for _, a := range s.Sysfs().ControlAttributes() {
 		files[a.Path] = a
 	}
 	for _, name := range []string{FaultsFile, VersionFile, StateFile, MemoryFile, CoresFile} {
