@@ -61,6 +61,7 @@ func (r *Request) mapped(va, size uint64) bool {
 	return n1 == 1 && n2 == 1
 }
 
+// pin records tgid's range pr; false when it overlaps one of tgid's pins.
 func (p *pinTable) pin(tgid int32, pr pinRange) bool {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
@@ -79,6 +80,7 @@ func (p *pinTable) pin(tgid int32, pr pinRange) bool {
 	return true
 }
 
+// unpin drops tgid's pin that starts at start; false when there is none.
 func (p *pinTable) unpin(tgid int32, start uint64) bool {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
