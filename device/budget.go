@@ -38,22 +38,43 @@ const podBudget = pod.RPCTimeout
 // withSlack is what the watchdog allows a request whose driver budget is b.
 func withSlack(b time.Duration) time.Duration { return b + b/2 + budgetSlack }
 
+// budgets answers for the watchdog: the command table of the emulated
+// driver version and the driver's reset wait, which the time scale and
+// the firmware's reset latency fix at NewSystem.
+type budgets struct {
+	table *ioctl.Table
+	reset time.Duration // see newBudgets
+}
+
+// newBudgets bounds a wait for a reset: the driver's wait for the
+// firmware to take the request, its reads of the status after it (0+1+2+
+// 3+4 sleeps), both scaled, and the emulation's floor for the latter. A
+// waiter may queue behind a reset in progress: two.
+func newBudgets(table *ioctl.Table, arch *dhal.ArchFacts, scaled func(time.Duration) time.Duration, resetLatency time.Duration) budgets {
+	sleeps := time.Duration(0)
+	for i := range dhal.ResetCompletionReads {
+		sleeps += time.Duration(i) * dhal.ResetCompletionSleepsStep
+	}
+	one := scaled(arch.ResetInitiateMaxWait) + max(scaled(sleeps), minResetWait) + resetLatency
+	return budgets{table: table, reset: 2 * one}
+}
+
 // Budget returns how long an ioctl with command value cmd may run before
 // the daemon reports it as slow: the driver's own budget for the command
 // plus a slack. Commands unknown to the emulated driver version get the
 // default budget.
 func (s *System) Budget(cmd uint32) time.Duration {
-	return withSlack(s.driverBudget(cmd))
+	return withSlack(s.budgets.driver(cmd))
 }
 
 // OpenBudget is Budget for an open of a device node: the driver's open
 // waits while the device is in reset.
-func (s *System) OpenBudget() time.Duration { return withSlack(s.resetBudget()) }
+func (s *System) OpenBudget() time.Duration { return withSlack(s.budgets.reset) }
 
 // FlushBudget is Budget for the flush of a device file: a process's last
 // flush waits for the reset it asked for, for the cores' runs when it was
 // the last process (orphanruns.go), then releases what it held.
-func (s *System) FlushBudget() time.Duration { return withSlack(s.resetBudget() + stopRunsWait) }
+func (s *System) FlushBudget() time.Duration { return withSlack(s.budgets.reset + stopRunsWait) }
 
 // ReleaseBudget is Budget for the release of a device file, which never
 // waits.
@@ -63,18 +84,18 @@ func (s *System) ReleaseBudget() time.Duration { return withSlack(defaultBudget)
 // driver version (matching the families the driver routes by _IOC_NR), or
 // "" when the version has no such command.
 func (s *System) CommandName(cmd uint32) string {
-	if c := s.command(cmd); c != nil {
+	if c := s.budgets.command(cmd); c != nil {
 		return c.Name
 	}
 	return ""
 }
 
 // command finds cmd by exact value, then as a member of an _IOC_NR family.
-func (s *System) command(cmd uint32) *ioctl.Command {
-	if c, ok := s.Table.Lookup(cmd); ok {
+func (b budgets) command(cmd uint32) *ioctl.Command {
+	if c, ok := b.table.Lookup(cmd); ok {
 		return c
 	}
-	for _, c := range s.Table.ByNr(ioctl.Nr(cmd)) {
+	for _, c := range b.table.ByNr(ioctl.Nr(cmd)) {
 		if c.MatchByNr {
 			return c
 		}
@@ -82,15 +103,15 @@ func (s *System) command(cmd uint32) *ioctl.Command {
 	return nil
 }
 
-// driverBudget is the driver's budget for cmd, without slack.
-func (s *System) driverBudget(cmd uint32) time.Duration {
-	c := s.command(cmd)
+// driver is the driver's budget for cmd, without slack.
+func (b budgets) driver(cmd uint32) time.Duration {
+	c := b.command(cmd)
 	if c == nil {
 		return defaultBudget
 	}
 	switch c.Name {
 	case "NEURON_IOCTL_NC_RESET_READY", "NEURON_IOCTL_DEVICE_READY":
-		return s.resetBudget()
+		return b.reset
 	case "NEURON_IOCTL_CRWL_READER_ENTER":
 		return crwlReaderWait
 	case "NEURON_IOCTL_CRWL_WRITER_ENTER":
@@ -109,17 +130,4 @@ func (s *System) driverBudget(cmd uint32) time.Duration {
 		return podBudget
 	}
 	return defaultBudget
-}
-
-// resetBudget bounds a wait for a reset: the driver's wait for the
-// firmware to take the request, its reads of the status after it (0+1+2+
-// 3+4 sleeps), both scaled by the time scale, and the emulation's floor
-// for the latter. A waiter may queue behind a reset in progress: two.
-func (s *System) resetBudget() time.Duration {
-	sleeps := time.Duration(0)
-	for i := range dhal.ResetCompletionReads {
-		sleeps += time.Duration(i) * dhal.ResetCompletionSleepsStep
-	}
-	one := s.scaled(s.Arch.ResetInitiateMaxWait) + max(s.scaled(sleeps), minResetWait) + s.resetLatency
-	return 2 * one
 }

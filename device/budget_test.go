@@ -21,7 +21,7 @@ func TestBudgets(t *testing.T) {
 		{ioctl.CmdCInitSetState, "NEURON_IOCTL_CINIT_SET_STATE", withSlack(5 * time.Second)},
 		{ioctl.CmdMemCopyAsyncWait, "NEURON_IOCTL_MEM_COPY_ASYNC_WAIT", withSlack(time.Second)},
 		{ioctl.CmdDeviceInfo, "NEURON_IOCTL_DEVICE_INFO", withSlack(defaultBudget)},
-		{ioctl.CmdNCResetReady, "NEURON_IOCTL_NC_RESET_READY", withSlack(s.resetBudget())},
+		{ioctl.CmdNCResetReady, "NEURON_IOCTL_NC_RESET_READY", withSlack(s.budgets.reset)},
 	} {
 		if got := s.CommandName(tc.cmd); got != tc.name {
 			t.Errorf("CommandName(%#x) = %q, want %q", tc.cmd, got, tc.name)
@@ -33,7 +33,7 @@ func TestBudgets(t *testing.T) {
 	// At the default time scale, a reset wait is bounded by the V3
 	// initiate limit (480 s scaled: 0.48 s) and the completion reads
 	// (at least minResetWait), twice over.
-	if b := s.resetBudget(); b < 2*minResetWait || b > 2*(time.Second+minResetWait) {
+	if b := s.budgets.reset; b < 2*minResetWait || b > 2*(time.Second+minResetWait) {
 		t.Errorf("reset budget %v at scale %g", b, DefaultTimeScale)
 	}
 	// Another size of a family member is the same command for the driver.
@@ -44,7 +44,7 @@ func TestBudgets(t *testing.T) {
 	if got, want := s.Budget(0xdead), withSlack(defaultBudget); s.CommandName(0xdead) != "" || got != want {
 		t.Errorf("unknown command: %q %v", s.CommandName(0xdead), got)
 	}
-	if s.OpenBudget() != withSlack(s.resetBudget()) || s.FlushBudget() != withSlack(s.resetBudget()+stopRunsWait) || s.ReleaseBudget() != withSlack(defaultBudget) {
+	if s.OpenBudget() != withSlack(s.budgets.reset) || s.FlushBudget() != withSlack(s.budgets.reset+stopRunsWait) || s.ReleaseBudget() != withSlack(defaultBudget) {
 		t.Errorf("open %v flush %v release %v", s.OpenBudget(), s.FlushBudget(), s.ReleaseBudget())
 	}
 }

@@ -71,12 +71,12 @@ func (h *chipHost) Count(nc int, name string, n uint64) { h.d.metrics.Add(nc, na
 
 func (h *chipHost) Faults() chip.Faults {
 	f := &h.d.sys.faults
-	return chip.Faults{DMA: h.d.sys.dmaFault, ResetFail: f.ResetFail.Load, FWIOFail: f.FWIOFail.Load, PowerInvalid: f.PowerInvalid.Load}
+	return chip.Faults{DMA: f.dma, ResetFail: f.ResetFail.Load, FWIOFail: f.FWIOFail.Load, PowerInvalid: f.PowerInvalid.Load}
 }
 
 // chipConfig is device index's chip as the system configures it.
 func (s *System) chipConfig(index int) chip.Config {
-	serial := s.serialNumber(index)
+	serial := s.id.serial(index)
 	p := s.Instance.Product
 	id := map[uint64]uint32{
 		mmio.RegDeviceID: s.Instance.RoutingID(index),

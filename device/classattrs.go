@@ -42,7 +42,8 @@ func (a versionedClassAttr) registered(v ioctl.DriverVersion) bool {
 
 // ClassAttributes returns /sys/class/neuron_device/'s own files for the
 // emulated driver version.
-func (s *System) ClassAttributes() []Attr {
+func (fs Sysfs) ClassAttributes() []Attr {
+	s := fs.s
 	var out []Attr
 	for _, a := range classAttrs {
 		if !a.registered(s.Table.Version) {

@@ -18,7 +18,8 @@ const CoresFile = "cores"
 
 // coresStatus renders CoresFile: one block per core that has run a
 // program, none for cores that only gave the semantic answer.
-func (s *System) coresStatus() string {
+func (fs Sysfs) coresStatus() string {
+	s := fs.s
 	var b strings.Builder
 	for _, d := range s.Devices {
 		for nc := 0; nc < s.Arch.CoresPerDevice && nc < maxCoreSlots; nc++ {

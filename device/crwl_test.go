@@ -118,7 +118,7 @@ func TestRangeMark(t *testing.T) {
 	if v.Bitmap != 0b111 {
 		t.Errorf("bitmap %#b, want 0b111 (device-relative)", v.Bitmap)
 	}
-	if got := s.coreOwner(8); got != 100 {
+	if got := s.cores.owner(8); got != 100 {
 		t.Errorf("host-wide core 8 owner %d, want 100", got)
 	}
 	// 5 free cores left (3..7): 6 cannot be had; the struct still comes back.
@@ -134,13 +134,13 @@ func TestRangeMark(t *testing.T) {
 	// Unmark only frees the caller's own cores.
 	res, _ = call(t, ctx, b, 200, ioctl.CmdCRWLNCRangeUnmark, ioctl.CRWLNCMap{Bitmap: 0b111})
 	wantErrno(t, "unmark someone else's", res, 0)
-	if s.coreOwner(8) != 100 {
+	if s.cores.owner(8) != 100 {
 		t.Error("another process unmarked a core it does not own")
 	}
 	// Closing a free-access fd unmarks everything the process marked.
 	a.Flush(context.Background(), Caller{Tgid: 100})
-	if s.coreOwner(8) != 0 || s.cores.count != 0 {
-		t.Errorf("after flush: owner %d, count %d", s.coreOwner(8), s.cores.count)
+	if s.cores.owner(8) != 0 || s.cores.table.count != 0 {
+		t.Errorf("after flush: owner %d, count %d", s.cores.owner(8), s.cores.table.count)
 	}
 }
 

@@ -147,7 +147,7 @@ func (d *Device) Open(ctx context.Context, caller Caller, flags int) (*File, sys
 		return nil, syscall.EBUSY
 	}
 	if caller.Live {
-		d.sys.watchProcess(tgid)
+		d.sys.exits.watch(tgid)
 	}
 	return &File{Dev: d}, 0
 }
@@ -156,12 +156,12 @@ func (d *Device) Open(ctx context.Context, caller Caller, flags int) (*File, sys
 func (f *File) Flush(ctx context.Context, caller Caller) {
 	if f.FreeAccess {
 		// Closing a free-access fd frees every core the process marked.
-		f.Dev.sys.unmarkAll(caller.Tgid)
+		f.Dev.sys.cores.unmarkAll(caller.Tgid)
 		return
 	}
 	// Only a process that left this device may have left its last one.
 	if f.Dev.detach(ctx, caller, false) {
-		f.Dev.sys.detached(caller.Tgid)
+		f.Dev.sys.pins.detached(caller.Tgid)
 	}
 }
 

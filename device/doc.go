@@ -34,6 +34,29 @@
 // Types that must reach device-wide state (memory, chip, metrics) hold a
 // pointer back to their Device; none has a lock of its own.
 //
+// System likewise keeps the device list, the configuration and the
+// host-wide lock (s.mu), and holds its jobs as types of their own:
+//
+//   - identity (identity.go): the devices' serial numbers and the EC2
+//     instance id and UUID, fixed at NewSystem.
+//   - budgets (budget.go): the watchdog's request budgets; System keeps
+//     the exported Budget, OpenBudget, FlushBudget and ReleaseBudget.
+//   - Faults (faults.go, faultspec.go): the fault switches, fault lists
+//     (Faults().Apply), the faults control file and the engines' hook.
+//   - exitWatch (watch.go): the pidfds of attached processes and the
+//     release of a process that died attached.
+//   - pinTable (pin.go): pinned host ranges by process.
+//   - coreMarks (coremarks.go, reserve.go): host-wide core reservations
+//     and the pod election's unmark notice.
+//   - powerSampler (powersampler.go) and the semaphore-window sweeper:
+//     background goroutines, each a loop (loop.go) that Close halts.
+//   - Sysfs (hostsysfs.go, classattrs.go, dmi.go, control.go): a view
+//     that builds the host-wide sysfs directories and neuronfs's control
+//     files from the System's state (System.Sysfs()).
+//
+// exitWatch, pinTable and coreMarks hold a pointer back to their System
+// and work under s.mu; none has a lock of its own.
+//
 // The silicon is package chip: each Device holds one *chip.Chip (memory,
 // engines, BAR0 and firmware) with one chip.Core per NeuronCore
 // (semaphores and events, doorbell, notification block, sequencers), and

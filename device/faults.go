@@ -37,6 +37,9 @@ type Faults struct {
 	// rejected is the control file's line about the last write it
 	// refused, until a write is accepted.
 	rejected atomic.Pointer[string]
+	// sys is the host whose devices' firmware and engines the faults
+	// reach (ECC counts, HBM repair, a kick after a cleared stall).
+	sys *System
 }
 
 // faultSwitches names the on/off faults for parsing and printing.
@@ -50,14 +53,14 @@ func (f *Faults) switches() map[string]*atomic.Bool {
 // Faults returns the system's fault switches.
 func (s *System) Faults() *Faults { return &s.faults }
 
-// ApplyFaults parses a comma-separated fault list (see parseFaults) and
-// applies it. A list with a mistake changes nothing.
-func (s *System) ApplyFaults(spec string) error {
+// Apply parses a comma-separated fault list (see parseFaults) and applies
+// it. A list with a mistake changes nothing.
+func (f *Faults) Apply(spec string) error {
 	items, err := parseFaults(spec)
 	if err != nil {
 		return err
 	}
-	sw := s.faults.switches()
+	sw := f.switches()
 	for _, it := range items {
 		switch it.name {
 		case "none":
@@ -65,24 +68,23 @@ func (s *System) ApplyFaults(spec string) error {
 				b.Store(false)
 			}
 			for _, name := range []string{faultECCSRAM, faultECCHBM, faultHBMRepair} {
-				s.setFirmwareFault(name, 0)
+				f.setFirmware(name, 0)
 			}
 		case faultECCSRAM, faultECCHBM, faultHBMRepair:
-			s.setFirmwareFault(it.name, it.val)
+			f.setFirmware(it.name, it.val)
 		default:
 			sw[it.name].Store(it.val != 0)
 		}
 	}
-	for _, d := range s.Devices {
+	for _, d := range f.sys.Devices {
 		d.chip.KickEngines() // a cleared stall lets queued work go on
 	}
 	return nil
 }
 
-// setFirmwareFault sets an ECC count or the HBM repair state on every
-// device.
-func (s *System) setFirmwareFault(name string, v uint32) {
-	for _, d := range s.Devices {
+// setFirmware sets an ECC count or the HBM repair state on every device.
+func (f *Faults) setFirmware(name string, v uint32) {
+	for _, d := range f.sys.Devices {
 		switch name {
 		case faultHBMRepair:
 			d.chip.Firmware().Set(mmio.RegHBMRepairState, v)
@@ -97,17 +99,18 @@ func (s *System) setFirmwareFault(name string, v uint32) {
 	}
 }
 
-// String lists the faults that are on, and the ECC readings of device 0.
-func (s *System) faultStatus() string {
+// status renders FaultsFile: the faults that are on, the ECC readings of
+// device 0, and why the last write was rejected.
+func (f *Faults) status() string {
 	var on []string
-	sw := s.faults.switches()
+	sw := f.switches()
 	for _, n := range switchNames() {
 		if sw[n].Load() {
 			on = append(on, n)
 		}
 	}
-	if len(s.Devices) > 0 {
-		fw := s.Devices[0].chip.Firmware()
+	if len(f.sys.Devices) > 0 {
+		fw := f.sys.Devices[0].chip.Firmware()
 		sram, _ := fw.Read32(mmio.RegECCSRAM)
 		hbm, _ := fw.Read32(mmio.RegECCHBM0)
 		if sram&0xffff != 0 {
@@ -129,42 +132,40 @@ func (s *System) faultStatus() string {
 		status = strings.Join(on, ",") + "\n"
 	}
 	// The writer of a rejected list got only EINVAL; the reason is here.
-	if r := s.faults.rejected.Load(); r != nil {
+	if r := f.rejected.Load(); r != nil {
 		status += *r + "\n"
 	}
 	return status
 }
 
-// ControlAttributes are neuronfs's own files (not the driver's), under
-// neuronfs/ at the mount root.
-func (s *System) ControlAttributes() []Attr {
-	return append([]Attr{{
+// attr is FaultsFile, which shows the faults and takes fault lists.
+func (f *Faults) attr() Attr {
+	return Attr{
 		Path: FaultsFile, Mode: 0o600,
-		Show: s.faultStatus,
+		Show: f.status,
 		Store: func(data []byte) syscall.Errno {
 			spec := strings.TrimSpace(string(data))
-			if err := s.ApplyFaults(spec); err != nil {
-				s.log.WithError(err).Warn("faults: bad request")
+			if err := f.Apply(spec); err != nil {
+				f.sys.log.WithError(err).Warn("faults: bad request")
 				line := fmt.Sprintf("# last write rejected: %v", err)
-				s.faults.rejected.Store(&line)
+				f.rejected.Store(&line)
 				return syscall.EINVAL
 			}
-			s.faults.rejected.Store(nil)
+			f.rejected.Store(nil)
 			return 0
 		},
-	}, {Path: MemoryFile, Mode: 0o444, Show: s.memoryStatus},
-		{Path: CoresFile, Mode: 0o444, Show: s.coresStatus}}, s.stateAttributes()...)
+	}
 }
 
 // FaultsFile is the control file that takes and shows fault lists.
 const FaultsFile = "faults"
 
-// dmaFault is the engines' fault hook.
-func (s *System) dmaFault() (stall bool, abort uint32) {
-	if s.faults.DMAStall.Load() {
+// dma is the engines' fault hook.
+func (f *Faults) dma() (stall bool, abort uint32) {
+	if f.DMAStall.Load() {
 		return true, 0
 	}
-	if s.faults.DMAAbort.Load() {
+	if f.DMAAbort.Load() {
 		return false, dma.StatusReadError
 	}
 	return false, 0

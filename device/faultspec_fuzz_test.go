@@ -57,8 +57,8 @@ func FuzzFaultSpec(f *testing.F) {
 			t.Fatalf("CheckFaults(%q) = %v, parseFaults %v", spec, cerr, err)
 		}
 		if err != nil {
-			if aerr := sys.ApplyFaults(spec); aerr == nil {
-				t.Fatalf("ApplyFaults(%q) took a list the parser refuses (%v)", spec, err)
+			if aerr := sys.Faults().Apply(spec); aerr == nil {
+				t.Fatalf("Apply(%q) took a list the parser refuses (%v)", spec, err)
 			}
 			return
 		}
@@ -70,14 +70,14 @@ func FuzzFaultSpec(f *testing.F) {
 		if !slices.Equal(items, again) {
 			t.Fatalf("%q: %v, written as %q: %v", spec, items, plain, again)
 		}
-		if err := sys.ApplyFaults(spec); err != nil {
-			t.Fatalf("ApplyFaults(%q): %v", spec, err)
+		if err := sys.Faults().Apply(spec); err != nil {
+			t.Fatalf("Apply(%q): %v", spec, err)
 		}
-		status, _, _ := strings.Cut(sys.faultStatus(), "\n")
-		if err := sys.ApplyFaults("none," + status); err != nil {
+		status, _, _ := strings.Cut(sys.faults.status(), "\n")
+		if err := sys.Faults().Apply("none," + status); err != nil {
 			t.Fatalf("the status %q of %q does not apply: %v", status, spec, err)
 		}
-		if again, _, _ := strings.Cut(sys.faultStatus(), "\n"); again != status {
+		if again, _, _ := strings.Cut(sys.faults.status(), "\n"); again != status {
 			t.Fatalf("%q: status %q, applied again after none: %q", spec, status, again)
 		}
 	})

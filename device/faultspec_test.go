@@ -9,7 +9,7 @@ import (
 // faultsFile returns the faults control file of s.
 func faultsFile(t *testing.T, s *System) Attr {
 	t.Helper()
-	for _, a := range s.ControlAttributes() {
+	for _, a := range s.Sysfs().ControlAttributes() {
 		if a.Path == "faults" {
 			return a
 		}

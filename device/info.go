@@ -227,7 +227,7 @@ func ncPIDStateDump(r *Request, v *ioctl.NCPIDStateDump) Result {
 	}
 	// Only a range-marked core has an owner to report. The driver also
 	// dumps its per-device activity log to dmesg; that log is not kept.
-	if owner := s.coreOwner(v.NCID); owner != 0 {
+	if owner := s.cores.owner(v.NCID); owner != 0 {
 		s.log.WithFields(logrus.Fields{"core": v.NCID, "owner": owner, "requested_by": r.Caller.Tgid}).Warn("NC_PID_STATE_DUMP: core owner")
 	}
 	return 0

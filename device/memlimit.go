@@ -243,7 +243,8 @@ const MemoryFile = "memory"
 
 // memoryStatus renders MemoryFile: a line for the host, then one per
 // device, each of key=value fields (sizes in bytes).
-func (s *System) memoryStatus() string {
+func (fs Sysfs) memoryStatus() string {
+	s := fs.s
 	var b strings.Builder
 	limit, backing := s.MemoryLimit()
 	per := make([]uint64, len(s.Devices))

@@ -21,8 +21,11 @@ const noPA = ^uint64(0)
 
 type pinRange struct{ start, end uint64 }
 
-// pins is the host's table, under System.mu.
-type pins map[int32][]pinRange
+// pinTable is the host's pins by process.
+type pinTable struct {
+	s      *System
+	ranges map[int32][]pinRange // under s.mu
+}
 
 func hostMemPin(r *Request, v *ioctl.HostMemPin) Result {
 	v.PA = noPA
@@ -33,7 +36,7 @@ func hostMemPin(r *Request, v *ioctl.HostMemPin) Result {
 		return Errno(syscall.EFAULT) // the pages cannot be pinned
 	}
 	s := r.Sys()
-	if !s.pin(r.Caller.Tgid, pinRange{v.VA, v.VA + v.Size}) {
+	if !s.pins.pin(r.Caller.Tgid, pinRange{v.VA, v.VA + v.Size}) {
 		return Errno(syscall.EEXIST)
 	}
 	if copyOut(r, r.Arg, v) != 0 {
@@ -43,7 +46,7 @@ func hostMemPin(r *Request, v *ioctl.HostMemPin) Result {
 }
 
 func hostMemUnpin(r *Request, v *ioctl.HostMemUnpin) Result {
-	if !r.Sys().unpin(r.Caller.Tgid, v.VA) {
+	if !r.Sys().pins.unpin(r.Caller.Tgid, v.VA) {
 		return Errno(syscall.ENOENT)
 	}
 	return 0
@@ -58,53 +61,55 @@ func (r *Request) mapped(va, size uint64) bool {
 	return n1 == 1 && n2 == 1
 }
 
-func (s *System) pin(tgid int32, p pinRange) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rs := s.pins[tgid]
-	i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= p.start })
-	if (i < len(rs) && rs[i].start < p.end) || (i > 0 && rs[i-1].end > p.start) {
+// pin records tgid's range pr; false when it overlaps one of tgid's pins.
+func (p *pinTable) pin(tgid int32, pr pinRange) bool {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	rs := p.ranges[tgid]
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= pr.start })
+	if (i < len(rs) && rs[i].start < pr.end) || (i > 0 && rs[i-1].end > pr.start) {
 		return false
 	}
-	if s.pins == nil {
-		s.pins = pins{}
+	if p.ranges == nil {
+		p.ranges = map[int32][]pinRange{}
 	}
 	rs = append(rs, pinRange{})
 	copy(rs[i+1:], rs[i:])
-	rs[i] = p
-	s.pins[tgid] = rs
+	rs[i] = pr
+	p.ranges[tgid] = rs
 	return true
 }
 
-func (s *System) unpin(tgid int32, start uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rs := s.pins[tgid]
-	for i, p := range rs {
-		if p.start == start {
-			s.pins[tgid] = append(rs[:i], rs[i+1:]...)
+// unpin drops tgid's pin that starts at start; false when there is none.
+func (p *pinTable) unpin(tgid int32, start uint64) bool {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	rs := p.ranges[tgid]
+	for i, pr := range rs {
+		if pr.start == start {
+			p.ranges[tgid] = append(rs[:i], rs[i+1:]...)
 			return true
 		}
 	}
 	return false
 }
 
-// PinnedRanges counts tgid's pins.
-func (s *System) PinnedRanges(tgid int32) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pins[tgid])
+// count counts tgid's pins.
+func (p *pinTable) count(tgid int32) int {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return len(p.ranges[tgid])
 }
 
 // detached runs after tgid detached from a device: a process attached to
 // no device any more loses its pins. Callers hold no device lock.
-func (s *System) detached(tgid int32) {
-	for _, d := range s.Devices {
+func (p *pinTable) detached(tgid int32) {
+	for _, d := range p.s.Devices {
 		if d.IsAttached(tgid) {
 			return
 		}
 	}
-	s.mu.Lock()
-	delete(s.pins, tgid)
-	s.mu.Unlock()
+	p.s.mu.Lock()
+	delete(p.ranges, tgid)
+	p.s.mu.Unlock()
 }

@@ -45,7 +45,7 @@ func podStatusV2(t *testing.T, s *System) (Result, ioctl.PodStatusV2) {
 }
 
 func classAttr(s *System, name string) string {
-	for _, a := range s.ClassAttributes() {
+	for _, a := range s.Sysfs().ClassAttributes() {
 		if a.Path == name {
 			return a.Show()
 		}
@@ -132,14 +132,14 @@ func TestPodElectionTwoServersAndModes(t *testing.T) {
 	// drops the operating mode.
 	var bm [8]uint64
 	s.mu.Lock()
-	s.cores.mark(1, 0, 0, 100, &bm)
+	s.cores.table.mark(1, 0, 0, 100, &bm)
 	s.mu.Unlock()
 	res, ctl = call(t, ctx, f, 100, ioctl.CmdPodCtrlV2, ioctl.PodCtrlV2{V1: ioctl.PodCtrl{Sz: 20, Ctrl: pod.CtrlReqPod, Timeout: 5}})
 	wantErrno(t, "REQ_POD with a marked core", res, syscall.EAGAIN)
 	if _, v := podStatusV2(t, s); v.Mode != uint32(pod.ModeX2H) || v.V1.NodeID != 1 {
 		t.Errorf("mode before unmark: %+v", v)
 	}
-	s.unmarkAll(100)
+	s.cores.unmarkAll(100)
 	if _, v := podStatusV2(t, s); v.Mode != uint32(pod.ModeUnset) {
 		t.Errorf("mode after unmark: %d", v.Mode)
 	}

@@ -1,9 +1,6 @@
 package device
 
 import (
-	"encoding/binary"
-	"hash/fnv"
-
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/mmio"
 	"github.com/neuronfs/neuronfs/pod"
@@ -48,7 +45,7 @@ func (s *System) newPodElection(cfg pod.Config) *pod.Election {
 	// never starts (POD_STATUS stays busy until a kill).
 	cfg.Devices = pod.DefaultDevices
 	cfg.ServerID = s.Instance.ServerID
-	cfg.MarkedCores = s.MarkedCores
+	cfg.MarkedCores = s.cores.count
 	cfg.Log = s.log
 	return pod.New(cfg, s.podRAM)
 }
@@ -61,35 +58,5 @@ func (s *System) postReset(d *Device, ok bool) {
 	}
 }
 
-// notifyUnmark tells the election how many cores stay marked after an
-// unmark: at zero it forgets the operating mode.
-func (s *System) notifyUnmark(marked int) {
-	if s.pod != nil {
-		s.pod.NotifyUnmark(marked)
-	}
-}
-
 // Pod returns the host's pod election (nil outside UltraServer and PDS).
 func (s *System) Pod() *pod.Election { return s.pod }
-
-// serialNumber is device index's serial (misc RAM 0x38/0x3c). With a node
-// serial set, device 0 carries it (pod election compares device 0's) and
-// the others derive theirs from it.
-func (s *System) serialNumber(index int) uint64 {
-	if s.nodeSerial == 0 {
-		return s.Instance.SerialNumber(index)
-	}
-	if index == 0 {
-		return s.nodeSerial
-	}
-	h := fnv.New64a()
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], s.nodeSerial)
-	binary.LittleEndian.PutUint64(b[8:], uint64(index))
-	h.Write(b[:])
-	v := h.Sum64()
-	if v == 0 || v == ^uint64(0) || v <= 15 { // values that read as "no data" or as a device index
-		v ^= 0x5a5a5a5a5a5a5a5a
-	}
-	return v
-}

@@ -79,30 +79,6 @@ func (p *powerState) resetSamples() {
 	p.n, p.total, p.min, p.max = 0, 0, powerMaxBips, 0
 }
 
-// powerSampler runs the firmware and driver halves every powerPeriod
-// until stop is closed.
-func (s *System) powerSampler(stop <-chan struct{}) {
-	t := time.NewTicker(powerPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			s.powerTick(now, powerPeriod)
-		}
-	}
-}
-
-// powerTick publishes each device's sample for the last period and lets
-// the driver take it.
-func (s *System) powerTick(now time.Time, period time.Duration) {
-	for _, d := range s.Devices {
-		d.chip.PublishPower(period)
-		d.power.sample(now)
-	}
-}
-
 // sample is the driver's sampling step: nothing while the device is
 // not ready or on an emulator or QEMU (revision 240/255); else a new
 // sample from every die stores the largest utilisation, and crossing a
@@ -143,13 +119,3 @@ func (p *powerState) sample(now time.Time) {
 
 // show renders stats/power/utilization.
 func (p *powerState) show() string { return p.stats.Load().String() }
-
-// stopPowerSampler ends the sampling goroutine (at Close, or in tests
-// that drive the clock themselves).
-func (s *System) stopPowerSampler() {
-	if s.stopPower != nil {
-		close(s.stopPower)
-		<-s.powerDone
-		s.stopPower = nil
-	}
-}

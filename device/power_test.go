@@ -28,7 +28,7 @@ func runMinute(s *System, start time.Time, busy func(i int) time.Duration) time.
 	n := int(time.Minute / powerPeriod)
 	for i := 1; i <= n; i++ {
 		s.Devices[0].chip.AddBusy(busy(i))
-		s.powerTick(start.Add(time.Duration(i)*powerPeriod), powerPeriod)
+		s.sampler.tick(start.Add(time.Duration(i)*powerPeriod), powerPeriod)
 	}
 	return start.Add(time.Minute)
 }
@@ -39,7 +39,7 @@ func runMinute(s *System, start time.Time, busy func(i int) time.Duration) time.
 func TestPowerUtilization(t *testing.T) {
 	before := time.Now().Unix()
 	s := newTestSystem(t, "trn2.3xlarge") // two dies
-	s.stopPowerSampler()
+	s.sampler.halt()
 	d := s.Devices[0]
 	var at int64
 	if _, err := fmt.Sscanf(powerAttr(t, d), "POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", &at); err != nil || at < before || at > time.Now().Unix() {
@@ -47,7 +47,7 @@ func TestPowerUtilization(t *testing.T) {
 	}
 
 	start := time.Unix(1_800_000_000, 0) // a minute boundary
-	s.powerTick(start, powerPeriod)
+	s.sampler.tick(start, powerPeriod)
 	if got, want := powerAttr(t, d), fmt.Sprintf("POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", start.Unix()); got != want {
 		t.Fatalf("first boundary: %q, want %q", got, want)
 	}
@@ -62,7 +62,7 @@ func TestPowerUtilization(t *testing.T) {
 		t.Fatalf("busy minute: %q, want %q", got, want)
 	}
 	// Within a minute the attribute does not move.
-	s.powerTick(end.Add(30*time.Second), powerPeriod)
+	s.sampler.tick(end.Add(30*time.Second), powerPeriod)
 	if got := powerAttr(t, d); !strings.HasPrefix(got, fmt.Sprintf("POWER_STATUS_VALID,%d,", end.Unix())) {
 		t.Fatalf("mid-minute: %q", got)
 	}
@@ -75,7 +75,7 @@ func TestPowerUtilization(t *testing.T) {
 	// Fewer than 60 samples: NO_DATA. A sample read twice counts once.
 	for i := 1; i <= 59; i++ {
 		now := end2.Add(time.Duration(i) * powerPeriod)
-		s.powerTick(now, powerPeriod)
+		s.sampler.tick(now, powerPeriod)
 		d.power.sample(now) // the firmware has not published again
 	}
 	if d.power.n != 59 {
@@ -92,17 +92,17 @@ func TestPowerUtilization(t *testing.T) {
 // driver drops every sample and the minute has no data.
 func TestPowerInvalidFault(t *testing.T) {
 	s := newTestSystem(t, "trn1.2xlarge")
-	s.stopPowerSampler()
-	if err := s.ApplyFaults("power-invalid"); err != nil {
+	s.sampler.halt()
+	if err := s.Faults().Apply("power-invalid"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Unix(1_800_000_000, 0)
-	s.powerTick(start, powerPeriod)
+	s.sampler.tick(start, powerPeriod)
 	end := runMinute(s, start, func(int) time.Duration { return powerPeriod / 2 })
 	if got, want := powerAttr(t, s.Devices[0]), fmt.Sprintf("POWER_STATUS_NO_DATA,%d,0.00,0.00,0.00\n", end.Unix()); got != want {
 		t.Fatalf("%q, want %q", got, want)
 	}
-	if err := s.ApplyFaults("-power-invalid"); err != nil {
+	if err := s.Faults().Apply("-power-invalid"); err != nil {
 		t.Fatal(err)
 	}
 	end = runMinute(s, end, func(int) time.Duration { return powerPeriod / 2 })
@@ -119,7 +119,7 @@ func TestPowerSimulatedRevisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.stopPowerSampler()
+		s.sampler.halt()
 		runMinute(s, time.Unix(1_800_000_000, 0), func(int) time.Duration { return powerPeriod / 2 })
 		if got := powerAttr(t, s.Devices[0]); got != "POWER_STATUS_NO_DATA,0,0.00,0.00,0.00\n" {
 			t.Errorf("revision %d: %q", rev, got)

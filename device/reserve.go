@@ -110,9 +110,7 @@ func crwlRangeMark(r *Request) Result {
 	s := r.Sys()
 	offset := uint32(s.Arch.CoresPerDevice * r.Dev().Index)
 	v.Bitmap = [8]uint64{}
-	s.mu.Lock()
 	maxRun, errno := s.cores.mark(v.NCCount, v.StartNCIndex+offset, v.EndNCIndex+offset, r.Caller.Tgid, &v.Bitmap)
-	s.mu.Unlock()
 	v.MaxNCAvailable = maxRun
 	shiftBitmap(&v.Bitmap, -int(offset))
 	out := copyOutBytes(r, r.Arg, ioctl.Bytes(&v)[:size])
@@ -129,37 +127,6 @@ func crwlRangeUnmark(r *Request) Result {
 	}
 	s := r.Sys()
 	shiftBitmap(&v.Bitmap, s.Arch.CoresPerDevice*r.Dev().Index)
-	s.mu.Lock()
 	s.cores.unmark(&v.Bitmap, r.Caller.Tgid)
-	left := s.cores.count
-	s.mu.Unlock()
-	s.notifyUnmark(left)
 	return 0
-}
-
-// unmarkAll frees every core tgid marked (flush of a free-access fd).
-func (s *System) unmarkAll(tgid int32) {
-	all := [8]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
-	s.mu.Lock()
-	s.cores.unmark(&all, tgid)
-	left := s.cores.count
-	s.mu.Unlock()
-	s.notifyUnmark(left)
-}
-
-// coreOwner returns the tgid that marked host-wide core index i (0: none).
-func (s *System) coreOwner(i uint32) int32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i >= maxHostCores {
-		return 0
-	}
-	return s.cores.owner[i]
-}
-
-// MarkedCores returns how many cores are reserved host-wide.
-func (s *System) MarkedCores() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cores.count
 }

@@ -95,7 +95,7 @@ func (s *System) State() HostState {
 		Major:         s.Major,
 		Faults:        []string{},
 	}
-	if on, _, _ := strings.Cut(s.faultStatus(), "\n"); on != "none" {
+	if on, _, _ := strings.Cut(s.faults.status(), "\n"); on != "none" {
 		st.Faults = strings.Split(on, ",")
 	}
 	for _, d := range s.Devices {
@@ -166,8 +166,8 @@ func putNonZero[V uint32 | uint64](m map[string]V, k string, v V) {
 }
 
 // stateJSON renders StateFile.
-func (s *System) stateJSON() string {
-	b, err := json.MarshalIndent(s.State(), "", " ")
+func (fs Sysfs) stateJSON() string {
+	b, err := json.MarshalIndent(fs.s.State(), "", " ")
 	if err != nil {
 		// Only unsupported types fail, which HostState has none of.
 		panic(err)
@@ -176,9 +176,9 @@ func (s *System) stateJSON() string {
 }
 
 // stateAttributes are the version and state control files.
-func (s *System) stateAttributes() []Attr {
+func (fs Sysfs) stateAttributes() []Attr {
 	return []Attr{
 		{Path: VersionFile, Mode: 0o444, Show: func() string { return fmt.Sprintf("%d\n", ControlVersion) }},
-		{Path: StateFile, Mode: 0o444, Show: s.stateJSON},
+		{Path: StateFile, Mode: 0o444, Show: fs.stateJSON},
 	}
 }

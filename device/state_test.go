@@ -14,7 +14,7 @@ import (
 func stateOf(t *testing.T, s *System) HostState {
 	t.Helper()
 	var st HostState
-	if err := json.Unmarshal([]byte(s.stateJSON()), &st); err != nil {
+	if err := json.Unmarshal([]byte(s.Sysfs().stateJSON()), &st); err != nil {
 		t.Fatalf("state file is not JSON: %v", err)
 	}
 	return st
@@ -63,7 +63,7 @@ func TestStateFollowsAttachAndResets(t *testing.T) {
 		t.Errorf("released: pids %v opens %d, want none", d.PIDs, d.Opens)
 	}
 
-	if err := s.ApplyFaults("reset-fail"); err != nil {
+	if err := s.Faults().Apply("reset-fail"); err != nil {
 		t.Fatal(err)
 	}
 	if st := stateOf(t, s); !slices.Equal(st.Faults, []string{"reset-fail"}) {
@@ -80,7 +80,7 @@ func TestStateFollowsAttachAndResets(t *testing.T) {
 		t.Errorf("open of the invalid device: %v, want EINVAL", errno)
 	}
 
-	if err := s.ApplyFaults("none"); err != nil {
+	if err := s.Faults().Apply("none"); err != nil {
 		t.Fatal(err)
 	}
 	s.Devices[0].storeReset([]byte("1\n"))
@@ -97,7 +97,7 @@ func TestStateFollowsAttachAndResets(t *testing.T) {
 func TestControlFiles(t *testing.T) {
 	s := newTestSystem(t, "inf2.xlarge")
 	files := map[string]Attr{}
-	for _, a := range s.ControlAttributes() {
+	for _, a := range s.Sysfs().ControlAttributes() {
 		files[a.Path] = a
 	}
 	for _, name := range []string{FaultsFile, VersionFile, StateFile, MemoryFile, CoresFile} {

@@ -37,24 +37,6 @@ const (
 	modeMetricAttr = 0o644 // everything under the metrics tree
 )
 
-// ModuleAttributes returns the files of /sys/module/neuron that programs
-// read: the version (libnrt requires major >= 2) and the load state.
-func (s *System) ModuleAttributes() []Attr {
-	return []Attr{
-		{Path: "version", Mode: 0o444, Show: func() string { return s.Table.Version.String() + "\n" }},
-		{Path: "initstate", Mode: 0o444, Show: func() string { return "live\n" }},
-	}
-}
-
-// ClassLinks returns the class directory's device links.
-func (s *System) ClassLinks() []Link {
-	var out []Link
-	for _, d := range s.Devices {
-		out = append(out, Link{Path: d.Name(), Target: "../../devices/virtual/neuron_device/" + d.Name()})
-	}
-	return out
-}
-
 // Name returns the device node name, neuronN.
 func (d *Device) Name() string { return deviceName(d.Index) }
 
@@ -76,10 +58,10 @@ func (d *Device) Attributes() []Attr {
 		{Path: "uevent", Mode: 0o644, Show: text(fmt.Sprintf("MAJOR=%d\nMINOR=%d\nDEVNAME=%s\n", s.Major, d.Index, d.Name())),
 			Store: func([]byte) syscall.Errno { return 0 }},
 		{Path: "reset", Mode: modeResetAttr, Show: func() string { return fmt.Sprintf("%d\n", d.State()) }, Store: d.storeReset},
-		{Path: "core_count", Mode: s.topologyMode(), Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
-		{Path: "connected_devices", Mode: s.topologyMode(), Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
-		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.showNotifyDelay, Store: s.storeNotifyDelay},
-		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.serialNumber(d.Index))), Store: ignoreWrite},
+		{Path: "core_count", Mode: s.Sysfs().topologyMode(), Show: text(fmt.Sprintf("%d", s.Arch.CoresPerDevice))},
+		{Path: "connected_devices", Mode: s.Sysfs().topologyMode(), Show: func() string { return connectedDevices(s.Instance.Neighbours(d.Index)) }},
+		{Path: "info/notify_delay", Mode: modeMetricAttr, Show: s.Sysfs().showNotifyDelay, Store: s.Sysfs().storeNotifyDelay},
+		{Path: "info/serial_number", Mode: modeMetricAttr, Show: text(fmt.Sprintf("%016x\n", s.id.serial(d.Index))), Store: ignoreWrite},
 		{Path: "info/architecture/arch_type", Mode: modeMetricAttr, Show: text(p.NDArchType + "\n"), Store: ignoreWrite},
 		{Path: "info/architecture/instance_type", Mode: modeMetricAttr, Show: text(p.InstanceType + "\n"), Store: ignoreWrite},
 		{Path: "info/architecture/device_name", Mode: modeMetricAttr, Show: text(p.DeviceName + "\n"), Store: ignoreWrite},
@@ -92,15 +74,6 @@ func (d *Device) Attributes() []Attr {
 	}
 	attrs = append(attrs, d.classPM.attributes("power")...)
 	return append(attrs, d.metricAttributes()...)
-}
-
-// topologyMode is the mode of core_count and connected_devices: owner
-// read, world-readable from driver 2.28.
-func (s *System) topologyMode() uint32 {
-	if s.quirks.FWBuildAttr {
-		return modeClassAttr
-	}
-	return modeOwnerRead
 }
 
 // connectedDevicesMax is the driver's buffer for connected_devices: a
@@ -133,7 +106,10 @@ func (d *Device) storeReset([]byte) syscall.Errno {
 	return 0
 }
 
-func (s *System) showNotifyDelay() string {
+// showNotifyDelay renders info/notify_delay, a host-wide switch every
+// device shows.
+func (fs Sysfs) showNotifyDelay() string {
+	s := fs.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.notifyDelay {
@@ -142,7 +118,8 @@ func (s *System) showNotifyDelay() string {
 	return "-1\n"
 }
 
-func (s *System) storeNotifyDelay(data []byte) syscall.Errno {
+func (fs Sysfs) storeNotifyDelay(data []byte) syscall.Errno {
+	s := fs.s
 	v := strings.TrimSpace(string(data))
 	s.mu.Lock()
 	defer s.mu.Unlock()

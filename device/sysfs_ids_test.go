@@ -104,9 +104,9 @@ func TestPCICapabilityList(t *testing.T) {
 // TestDMIIdentity checks the EC2 set: modes as the kernel gives them,
 // ids derived from device 0's serial and stable for it.
 func TestDMIIdentity(t *testing.T) {
-	a := attrMap(systemFor(t, Config{Instance: "trn1.2xlarge", NodeSerial: 0x1234}).DMIAttributes())
-	b := attrMap(systemFor(t, Config{Instance: "trn1.2xlarge", NodeSerial: 0x1234}).DMIAttributes())
-	c := attrMap(systemFor(t, Config{Instance: "trn1.2xlarge", NodeSerial: 0x5678}).DMIAttributes())
+	a := attrMap(systemFor(t, Config{Instance: "trn1.2xlarge", NodeSerial: 0x1234}).Sysfs().DMIAttributes())
+	b := attrMap(systemFor(t, Config{Instance: "trn1.2xlarge", NodeSerial: 0x1234}).Sysfs().DMIAttributes())
+	c := attrMap(systemFor(t, Config{Instance: "trn1.2xlarge", NodeSerial: 0x5678}).Sysfs().DMIAttributes())
 	rootOnly := []string{"product_serial", "product_uuid", "board_serial", "chassis_serial"}
 	want := map[string]string{
 		"sys_vendor": "Amazon EC2\n", "bios_vendor": "Amazon EC2\n", "chassis_asset_tag": "Amazon EC2\n",
@@ -164,7 +164,7 @@ func TestClassAttributesByVersion(t *testing.T) {
 			t.Parallel()
 			s := systemFor(t, Config{Instance: "trn1.2xlarge", DriverVersion: version})
 			var got []string
-			for _, a := range s.ClassAttributes() {
+			for _, a := range s.Sysfs().ClassAttributes() {
 				got = append(got, a.Path)
 				if a.Mode != 0o444 {
 					t.Errorf("%s mode %#o", a.Path, a.Mode)

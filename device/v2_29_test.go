@@ -78,15 +78,15 @@ func TestHostMemPin(t *testing.T) {
 	wantErrno(t, "unpin inside a range", res, syscall.ENOENT)
 	res, _ = call(t, ctx, f, 100, ioctl.CmdHostMemUnpin, ioctl.HostMemUnpin{VA: 0x10000 + 4096})
 	wantErrno(t, "unpin", res, 0)
-	if n := s.PinnedRanges(100); n != 1 {
+	if n := s.pins.count(100); n != 1 {
 		t.Fatalf("%d pins left, want 1", n)
 	}
 	f.Flush(ctx, Caller{Tgid: 100})
-	if n := s.PinnedRanges(100); n != 1 {
+	if n := s.pins.count(100); n != 1 {
 		t.Fatalf("pins dropped while still attached elsewhere: %d", n)
 	}
 	g.Flush(ctx, Caller{Tgid: 100})
-	if n := s.PinnedRanges(100); n != 0 {
+	if n := s.pins.count(100); n != 0 {
 		t.Fatalf("%d pins left after the last detach", n)
 	}
 }

@@ -34,7 +34,7 @@ func TestOlderDriverVersions(t *testing.T) {
 	res, _ = call(t, ctx, f, 100, ioctl.CmdMetricsCtrl, ioctl.MetricsCtrl{})
 	wantErrno(t, "METRICS_CTRL on 2.20", res, syscall.EINVAL)
 	var version string
-	for _, a := range sys.ModuleAttributes() {
+	for _, a := range sys.Sysfs().ModuleAttributes() {
 		if a.Path == "version" {
 			version = a.Show()
 		}

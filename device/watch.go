@@ -7,18 +7,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The process watch: each process that attaches to a device is watched
-// through a pidfd (on the runtime's poller, so a watch costs no thread),
-// and when it exits while still attached somewhere, the devices release
-// what it held as its last flush would have. Normally the flushes of its
-// exit come first and this finds nothing to do.
+// exitWatch is the process watch: each process that attaches to a device
+// is watched through a pidfd (on the runtime's poller, so a watch costs
+// no thread), and when it exits while still attached somewhere, the
+// devices release what it held as its last flush would have. Normally the
+// flushes of its exit come first and this finds nothing to do.
+type exitWatch struct {
+	s     *System
+	files map[int32]*os.File // pidfds by tgid, under s.mu; nil once closed
+}
 
-// watchProcess starts watching tgid unless it is watched already. Callers
-// may hold d.mu (s.mu ranks below it).
-func (s *System) watchProcess(tgid int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.watched == nil || s.watched[tgid] != nil {
+// watch starts watching tgid unless it is watched already. Callers may
+// hold d.mu (s.mu ranks below it).
+func (w *exitWatch) watch(tgid int32) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if w.files == nil || w.files[tgid] != nil {
 		return
 	}
 	fd, err := unix.PidfdOpen(int(tgid), unix.PIDFD_NONBLOCK)
@@ -26,12 +30,12 @@ func (s *System) watchProcess(tgid int32) {
 		return // already gone: its flushes came or are on their way
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
-	s.watched[tgid] = f
-	go s.awaitExit(tgid, f)
+	w.files[tgid] = f
+	go w.awaitExit(tgid, f)
 }
 
 // awaitExit waits for tgid's exit, or for the watch to be closed.
-func (s *System) awaitExit(tgid int32, f *os.File) {
+func (w *exitWatch) awaitExit(tgid int32, f *os.File) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
@@ -43,35 +47,35 @@ func (s *System) awaitExit(tgid int32, f *os.File) {
 		exited = n > 0
 		return exited
 	})
-	s.mu.Lock()
-	if s.watched[tgid] == f {
-		delete(s.watched, tgid)
+	w.s.mu.Lock()
+	if w.files[tgid] == f {
+		delete(w.files, tgid)
 		f.Close()
 	}
-	s.mu.Unlock()
+	w.s.mu.Unlock()
 	if err == nil && exited {
-		s.processGone(tgid)
+		w.gone(tgid)
 	}
 }
 
-// processGone releases what a dead process still holds, device by device,
+// gone releases what a dead process still holds, device by device,
 // through the same path as its last flush, and its host-wide core marks.
-func (s *System) processGone(tgid int32) {
+func (w *exitWatch) gone(tgid int32) {
 	caller := Caller{Tid: tgid, Tgid: tgid} // no signal check: the reset it asked for is waited out
-	for _, d := range s.Devices {
+	for _, d := range w.s.Devices {
 		d.detach(context.Background(), caller, true)
 	}
-	s.detached(tgid)
-	s.unmarkAll(tgid)
+	w.s.pins.detached(tgid)
+	w.s.cores.unmarkAll(tgid)
 }
 
-// closeWatches stops every watch (system shutdown).
-func (s *System) closeWatches() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for tgid, f := range s.watched {
+// close stops every watch (system shutdown).
+func (w *exitWatch) close() {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	for tgid, f := range w.files {
 		f.Close()
-		delete(s.watched, tgid)
+		delete(w.files, tgid)
 	}
-	s.watched = nil
+	w.files = nil
 }

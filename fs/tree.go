@@ -351,7 +351,7 @@ func (f *FS) build(ctx context.Context) {
 		f.add(ctx, DevDir+"/"+d.Name(), n, syscall.S_IFREG)
 		f.devIno[n.StableAttr().Ino] = d.Index
 	}
-	dirs := []sysfsDir{{ClassDir, f.sys.ClassAttributes(), f.sys.ClassLinks()}}
+	dirs := []sysfsDir{{ClassDir, f.sys.Sysfs().ClassAttributes(), f.sys.Sysfs().ClassLinks()}}
 	for _, d := range f.sys.Devices {
 		dirs = append(dirs, sysfsDir{DevicesDir + "/" + d.Name(), d.Attributes(), d.Links()})
 	}
@@ -359,11 +359,11 @@ func (f *FS) build(ctx context.Context) {
 		dirs = append(dirs, sysfsDir{PCIRoot + "/" + d.PCIPath(), d.PCIAttributes(), d.PCILinks()})
 	}
 	dirs = append(dirs,
-		sysfsDir{PCIBusDevicesDir, nil, f.sys.PCIBusLinks()},
-		sysfsDir{PCIDriverDir, f.sys.PCIDriverAttributes(), f.sys.PCIDriverLinks()},
-		sysfsDir{ModuleDir, f.sys.ModuleAttributes(), f.sys.ModuleLinks()},
-		sysfsDir{DMIDir, f.sys.DMIAttributes(), nil},
-		sysfsDir{ControlDir, f.sys.ControlAttributes(), nil},
+		sysfsDir{PCIBusDevicesDir, nil, f.sys.Sysfs().PCIBusLinks()},
+		sysfsDir{PCIDriverDir, f.sys.Sysfs().PCIDriverAttributes(), f.sys.Sysfs().PCIDriverLinks()},
+		sysfsDir{ModuleDir, f.sys.Sysfs().ModuleAttributes(), f.sys.Sysfs().ModuleLinks()},
+		sysfsDir{DMIDir, f.sys.Sysfs().DMIAttributes(), nil},
+		sysfsDir{ControlDir, f.sys.Sysfs().ControlAttributes(), nil},
 	)
 	for _, d := range dirs {
 		for _, a := range d.attrs {

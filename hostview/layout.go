@@ -33,7 +33,7 @@ func LayoutOf(sys *device.System) Layout {
 		l.Devices = append(l.Devices, d.Name())
 		l.PCIPaths = append(l.PCIPaths, d.PCIPath())
 	}
-	for _, k := range sys.PCIBusLinks() {
+	for _, k := range sys.Sysfs().PCIBusLinks() {
 		l.BusLinks = append(l.BusLinks, Link{Path: k.Path, Target: k.Target})
 	}
 	return l

@@ -98,7 +98,7 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sys.ApplyFaults(c.faults); err != nil {
+	if err := sys.Faults().Apply(c.faults); err != nil {
 		sys.Close()
 		return nil, err
 	}

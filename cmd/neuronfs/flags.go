@@ -196,7 +196,7 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 		return nil, err
 	}
 	h.podSock = sock
-	if err := sys.ApplyFaults(h.inject); err != nil {
+	if err := sys.Faults().Apply(h.inject); err != nil {
 		sys.Close()
 		h.leavePod()
 		return nil, err
