@@ -38,7 +38,9 @@ cd "$(dirname "$0")/.."
 # (the guest has no compiler or interpreter), lspci, and the other mount
 # tests and the tools (they need passthrough); TestRunChardevOpenStorm
 # works but takes a minute under TCG.
-default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough)$'
+# The supervisor's pins of a killed caller, a client's resize routes and
+# what ends with run are checked here too, on a kernel without thread pidfds.
+default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough|TestRunPinnedCaller|TestRunDeviceFDsResizeRoutes|TestRunKilledStopsProgram|TestRunDaemonKilledStopsProgram)$'
 run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # As uid 65534 run is rootless: a user namespace, FUSE mounted in it,
 # whiteout stand-ins for /dev/neuronN and every device descriptor from the

@@ -17,15 +17,4 @@ var truncStores = [16]func([]byte, float32){
 }
 
 // truncInt truncates v toward zero inside [lo, hi]; NaN gives 0.
-func truncInt(v float32, lo, hi float64) int64 {
-	f := math.Trunc(float64(v))
-	switch {
-	case f != f:
-		return 0
-	case f < lo:
-		return int64(lo)
-	case f > hi:
-		return int64(hi)
-	}
-	return int64(f)
-}
+func truncInt(v float32, lo, hi float64) int64 { return saturate(math.Trunc(float64(v)), lo, hi) }

@@ -81,8 +81,10 @@ func (d Dtype) String() string {
 }
 
 // toInt rounds v to the nearest integer (ties to even) inside [lo, hi].
-func toInt(v float32, lo, hi float64) int64 {
-	f := math.RoundToEven(float64(v))
+func toInt(v float32, lo, hi float64) int64 { return saturate(math.RoundToEven(float64(v)), lo, hi) }
+
+// saturate clamps the whole number f to [lo, hi]; NaN gives 0.
+func saturate(f, lo, hi float64) int64 {
 	switch {
 	case f != f:
 		return 0
