@@ -199,15 +199,24 @@ func TestRunPinnedCaller(t *testing.T) {
 		for _, c := range pinCases {
 			t.Run(mode+"/"+c.name, func(t *testing.T) {
 				bin := binaryCopy(t, "neuronfs")
-				args := []string{"run", "--device-fds=supervisor", "--instance=trn1.2xlarge"}
-				var cmd *exec.Cmd
-				if mode == "rootless" {
-					cmd = asNobody(t, bin, append(args, "--", bin, "__client", "pinholder")...)
-				} else {
-					cmd = neuronfs(t, append(args, "--uid=65534", "--gid=65534", "--", bin, "__client", "pinholder")...)
+				newRun := func() *exec.Cmd {
+					args := []string{"run", "--device-fds=supervisor", "--instance=trn1.2xlarge"}
+					var cmd *exec.Cmd
+					if mode == "rootless" {
+						cmd = asNobody(t, bin, append(args, "--", bin, "__client", "pinholder")...)
+					} else {
+						cmd = neuronfs(t, append(args, "--uid=65534", "--gid=65534", "--", bin, "__client", "pinholder")...)
+					}
+					cmd.Env = append(cmd.Env, pinCmdEnv+"="+c.name)
+					return cmd
 				}
-				cmd.Env = append(cmd.Env, pinCmdEnv+"="+c.name)
-				checkPinned(t, cmd, sys.Budget(c.cmd))
+				// Another fork on the machine may take the id first: then the
+				// scenario starts again with a new caller.
+				for try := 1; !checkPinned(t, newRun(), sys.Budget(c.cmd)); try++ {
+					if try == 3 {
+						t.Fatalf("no process could be made on a killed caller's id in %d tries (a busy machine's forks took it each time)", try)
+					}
+				}
 			})
 		}
 	}
@@ -215,8 +224,9 @@ func TestRunPinnedCaller(t *testing.T) {
 
 // checkPinned runs the holder's run, kills the victim in its call, has
 // the holder make a new process on its id, and checks that process
-// after budget.
-func checkPinned(t *testing.T, run *exec.Cmd, budget time.Duration) {
+// after budget. It reports false when no process could be made on the id
+// within budget (another fork took it), which proves nothing either way.
+func checkPinned(t *testing.T, run *exec.Cmd, budget time.Duration) bool {
 	stdin, err := run.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +279,8 @@ func checkPinned(t *testing.T, run *exec.Cmd, budget time.Duration) {
 		}
 		fmt.Fprintln(stdin, "drop")
 		if time.Now().After(deadline) {
-			t.Fatalf("no process could be made on id %d within %v", tid, budget)
+			t.Logf("no process could be made on id %d within %v", tid, budget)
+			return false
 		}
 	}
 	// When the daemon's wait would have ended, with its slack, its answer
@@ -279,4 +290,5 @@ func checkPinned(t *testing.T, run *exec.Cmd, budget time.Duration) {
 	if verdict, _ := out.ReadString('\n'); verdict != "untouched\n" {
 		t.Errorf("the process made on the killed caller's id %d: %q", tid, verdict)
 	}
+	return true
 }
