@@ -87,22 +87,29 @@ type Config struct {
 type Direct interface {
 	// Lookup finds the open behind task tid's descriptor fd, if fd is a
 	// device descriptor.
-	Lookup(tid int32, fd int32) (file any, ok bool)
-	// Ioctl serves an ioctl of task t, whose memory it reaches through
-	// t.Mem only.
-	Ioctl(file any, t Task, cmd uint32, arg uint64) (int64, unix.Errno)
-	// Waits reports whether command cmd may wait for long (for another
-	// caller, a reset, a deadline): it is then served off the receiving
-	// thread.
-	Waits(cmd uint32) bool
-	// Flush runs before a close of one of file's descriptors goes ahead.
-	Flush(file any, tid int32)
+	Lookup(tid int32, fd int32) (File, bool)
+	// Inline reports whether command cmd answers at once, so that it is
+	// served on the receiving thread; any other may wait (for another
+	// caller, a reset, a deadline) and is served off it, watching its
+	// caller for death.
+	Inline(cmd uint32) bool
 	// Closed says closes went ahead: an open may have gone.
 	Closed()
 	// Forget says task tid's descriptor fd is being closed or replaced;
 	// ForgetProcess that its process may lose descriptors unseen (exec).
 	Forget(tid int32, fd int32)
 	ForgetProcess(tid int32)
+}
+
+// File is one open of a device behind a device descriptor, as
+// Direct.Lookup found it. Each call names the task it serves.
+type File interface {
+	// Ioctl serves an ioctl of task t, whose memory it reaches through
+	// t.Mem only.
+	Ioctl(t Task, cmd uint32, arg uint64) (int64, unix.Errno)
+	// Flush runs before task tid's close of one of the open's
+	// descriptors goes ahead.
+	Flush(tid int32)
 }
 
 // fileID names a file by device and inode number.
