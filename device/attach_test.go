@@ -67,7 +67,7 @@ func TestAttachTableFull(t *testing.T) {
 // Every handler is registered under a command name some emulated driver
 // version has.
 func TestHandlersNameRealCommands(t *testing.T) {
-	for name := range handlers {
+	for name := range commands {
 		known := false
 		for _, v := range ioctl.Versions() {
 			tab, err := ioctl.ForVersion(v)
@@ -90,7 +90,7 @@ func TestUnsupportedCommands(t *testing.T) {
 	want := map[string]bool{}
 	tab := newTestSystem(t, "trn1.2xlarge").Table
 	for _, c := range tab.Commands() {
-		_, registered := handlers[c.Macro]
+		registered := commands[c.Macro].handler != nil
 		if registered == want[c.Name] {
 			t.Errorf("%s: registered %v, but the README lists it as %s", c.Name, registered, map[bool]string{true: "not emulated", false: "emulated"}[want[c.Name]])
 		}

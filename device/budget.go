@@ -13,7 +13,7 @@ import (
 // that the handlers use. A request that runs much longer than its budget
 // is stuck in the emulation, not waiting as the driver would, and the
 // transport's watchdog reports it (see fs's slow-request log). This file
-// is the one place that knows them.
+// and each command's row (commands.go) say which is whose.
 
 // budgetSlack is added to every budget (on top of half the budget) so
 // that a loaded machine, or one running the race detector, does not make
@@ -103,31 +103,43 @@ func (b budgets) command(cmd uint32) *ioctl.Command {
 	return nil
 }
 
+// budgetClass names one of the driver's budgets; a command's row
+// (commands.go) says which is its own.
+type budgetClass uint8
+
+const (
+	budgetDefault    budgetClass = iota // answers in microseconds: defaultBudget
+	budgetReset                         // waits out a reset: budgets.reset
+	budgetCRWLReader                    // crwlReaderWait
+	budgetCRWLWriter                    // crwlWriterWait
+	budgetCInit                         // cinitWait
+	budgetCopy                          // copyBudget
+	budgetPod                           // podBudget
+)
+
+// of is the duration of budget class c.
+func (b budgets) of(c budgetClass) time.Duration {
+	switch c {
+	case budgetReset:
+		return b.reset
+	case budgetCRWLReader:
+		return crwlReaderWait
+	case budgetCRWLWriter:
+		return crwlWriterWait
+	case budgetCInit:
+		return cinitWait
+	case budgetCopy:
+		return copyBudget
+	case budgetPod:
+		return podBudget
+	}
+	return defaultBudget
+}
+
 // driver is the driver's budget for cmd, without slack.
 func (b budgets) driver(cmd uint32) time.Duration {
-	c := b.command(cmd)
-	if c == nil {
-		return defaultBudget
-	}
-	switch c.Name {
-	case "NEURON_IOCTL_NC_RESET_READY", "NEURON_IOCTL_DEVICE_READY":
-		return b.reset
-	case "NEURON_IOCTL_CRWL_READER_ENTER":
-		return crwlReaderWait
-	case "NEURON_IOCTL_CRWL_WRITER_ENTER":
-		return crwlWriterWait
-	case "NEURON_IOCTL_CINIT_SET_STATE":
-		return cinitWait
-	case "NEURON_IOCTL_MEM_COPY", "NEURON_IOCTL_MEM_COPY64",
-		"NEURON_IOCTL_MEM_BUF_COPY", "NEURON_IOCTL_MEM_BUF_COPY64",
-		"NEURON_IOCTL_MEM_BUF_ZEROCOPY64", "NEURON_IOCTL_MEM_BUF_ZEROCOPY64_BATCHES",
-		"NEURON_IOCTL_MEMSET", "NEURON_IOCTL_MEMSET64",
-		"NEURON_IOCTL_MEM_COPY_ASYNC", "NEURON_IOCTL_MEM_COPY_ASYNC64",
-		"NEURON_IOCTL_MEM_COPY_ASYNC_WAIT":
-		return copyBudget
-	case "NEURON_IOCTL_POD_INFO", "NEURON_IOCTL_POD_STATUS", "NEURON_IOCTL_POD_STATUS_V2",
-		"NEURON_IOCTL_POD_CTRL", "NEURON_IOCTL_POD_CTRL_V2":
-		return podBudget
+	if c := b.command(cmd); c != nil {
+		return b.of(commands[c.Macro].budget)
 	}
 	return defaultBudget
 }

@@ -71,7 +71,8 @@ func newDispatcher(t *ioctl.Table) *dispatcher {
 		gated: map[uint32]bool{},
 	}
 	for _, c := range t.Commands() {
-		h, ok := handlers[c.Macro]
+		h := commands[c.Macro].handler
+		ok := h != nil
 		if !ok {
 			h = unsupported
 		}

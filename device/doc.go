@@ -4,7 +4,7 @@
 // driver's per-device state: the attach table, open counts and device
 // state, the allocator (device/mempool) and handles, notification and
 // h2t rings, datastore slots, the reset engine, counters and the ioctl
-// handlers (dispatch.go, handlers.go) and sysfs attributes, independent
+// handlers (dispatch.go, commands.go) and sysfs attributes, independent
 // of how requests arrive.
 //
 // Device keeps the attach table, open count, device state and the lock

@@ -7,6 +7,5 @@ import "github.com/neuronfs/neuronfs/ioctl"
 // (ENOTSUPP, see newDispatcher); the command docs (docs/commands/, made
 // by internal/docgen) report which is which from this, not from prose.
 func Emulated(m ioctl.Macro) bool {
-	_, ok := handlers[m]
-	return ok
+	return commands[m].handler != nil
 }

@@ -74,8 +74,10 @@ type directDev struct {
 	lockFile string
 }
 
-// directOpen is one open of a device node, as a direct descriptor.
+// directOpen is one open of a device node, as a direct descriptor: the
+// chardev.File the supervisor serves its calls through.
 type directOpen struct {
+	x    *Direct
 	file *device.File
 	dev  *directDev
 	at   int64 // its lock byte
@@ -196,16 +198,19 @@ func (x *Direct) Open(i int, flags int, tid int32) (int, error) {
 		return -1, fmt.Errorf("fs: lock an open of %s: %w", d.dev.Name(), err)
 	}
 	x.mu.Lock()
-	x.opens[at] = &directOpen{file: file, dev: d, at: at}
+	x.opens[at] = &directOpen{x: x, file: file, dev: d, at: at}
 	x.mu.Unlock()
 	return fd, nil
 }
 
 // Lookup finds the open behind task tid's descriptor fd: remembered, or
 // from the lock its fdinfo lists.
-func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
+func (x *Direct) Lookup(tid int32, fd int32) (chardev.File, bool) {
 	if fd < chardev.FDBase {
-		return x.lookupFdinfo(tid, fd)
+		if o, ok := x.lookupFdinfo(tid, fd); ok {
+			return o, true
+		}
+		return nil, false
 	}
 	tgid := x.fsys.tgids.lookup(tid)
 	x.mu.Lock()
@@ -227,7 +232,7 @@ func (x *Direct) Lookup(tid int32, fd int32) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	x.remember(tgid, fd, found.(*directOpen))
+	x.remember(tgid, fd, found)
 	return found, true
 }
 
@@ -293,7 +298,7 @@ func (x *Direct) forgetExited() {
 
 // lookupFdinfo finds the open behind task tid's descriptor fd from the
 // lock its fdinfo lists.
-func (x *Direct) lookupFdinfo(tid int32, fd int32) (any, bool) {
+func (x *Direct) lookupFdinfo(tid int32, fd int32) (*directOpen, bool) {
 	var path [64]byte
 	p := append(path[:0], "/proc/"...)
 	p = strconv.AppendInt(p, int64(tid), 10)
@@ -321,8 +326,8 @@ func (x *Direct) lookupFdinfo(tid int32, fd int32) (any, bool) {
 // the result to return, or the errno. The caller's memory is reached
 // only through t.Mem, never by its thread id, which a killed caller's
 // successor may hold by the time a long command writes its answer.
-func (x *Direct) Ioctl(open any, t chardev.Task, cmd uint32, arg uint64) (int64, syscall.Errno) {
-	o := open.(*directOpen)
+func (o *directOpen) Ioctl(t chardev.Task, cmd uint32, arg uint64) (int64, syscall.Errno) {
+	x := o.x
 	caller := x.fsys.directCaller(t.Tid)
 	caller.Gone = t.Gone
 	res, errno := x.fsys.ioctl(context.Background(), o.file, caller, pinnedMemory(t.Mem, t.Repin), cmd, arg, nil, nil)
@@ -339,14 +344,14 @@ func (x *Direct) Ioctl(open any, t chardev.Task, cmd uint32, arg uint64) (int64,
 	return int64(res), 0
 }
 
-// Waits reports whether command cmd may wait for long, as the io_uring
-// transport's offload policy decides (transport.go).
-func (x *Direct) Waits(cmd uint32) bool { return x.fsys.ioctlWaits(cmd) }
+// Inline reports whether command cmd answers at once: its row in
+// device/commands.go says, as for the io_uring transport (transport.go).
+func (x *Direct) Inline(cmd uint32) bool { return x.fsys.sys.Inline(cmd) }
 
 // Flush runs the driver's flush for task tid's close of a descriptor of
 // an open Lookup found, before the close goes ahead.
-func (x *Direct) Flush(open any, tid int32) {
-	x.fsys.flush(context.Background(), open.(*directOpen).file, x.fsys.directCaller(tid))
+func (o *directOpen) Flush(tid int32) {
+	o.x.fsys.flush(context.Background(), o.file, o.x.fsys.directCaller(tid))
 }
 
 // Closed says a close went ahead: some open may have lost its last

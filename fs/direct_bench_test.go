@@ -40,7 +40,7 @@ func BenchmarkDirectIoctl(b *testing.B) {
 	self := selfTask(b)
 	b.Run("op=ioctl", func(b *testing.B) {
 		for b.Loop() {
-			if r, e := x.Ioctl(open, self, ioctl.CmdDeviceBasicInfo, arg); r != 0 || e != 0 {
+			if r, e := open.Ioctl(self, ioctl.CmdDeviceBasicInfo, arg); r != 0 || e != 0 {
 				b.Fatal(r, e)
 			}
 		}

@@ -79,7 +79,7 @@ func TestDirectOpenCannotResize(t *testing.T) {
 				t.Fatalf("fd %d not found as a direct open", fd)
 			}
 			var bi ioctl.DeviceBasicInfo
-			if r, e := x.Ioctl(open, selfTask(t), ioctl.CmdDeviceBasicInfo, uint64(uintptr(unsafe.Pointer(&bi)))); r != 0 || e != 0 || bi.Architecture == 0 {
+			if r, e := open.Ioctl(selfTask(t), ioctl.CmdDeviceBasicInfo, uint64(uintptr(unsafe.Pointer(&bi)))); r != 0 || e != 0 || bi.Architecture == 0 {
 				t.Fatalf("DEVICE_BASIC_INFO after the attempts: %d %v", r, e)
 			}
 		})

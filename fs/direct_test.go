@@ -72,12 +72,12 @@ func TestDirectIoctlAndMmap(t *testing.T) {
 	if _, ok := x.Lookup(tid, 0); ok {
 		t.Fatal("fd 0 found as a direct open")
 	}
-	if r, e := x.Ioctl(open, selfTask(t), ioctl.CmdDeviceBasicInfo, uint64(uintptr(unsafe.Pointer(&bi)))); r != 0 || e != 0 || bi.Architecture == 0 {
+	if r, e := open.Ioctl(selfTask(t), ioctl.CmdDeviceBasicInfo, uint64(uintptr(unsafe.Pointer(&bi)))); r != 0 || e != 0 || bi.Architecture == 0 {
 		t.Fatalf("DEVICE_BASIC_INFO: %d %v %+v", r, e, bi)
 	}
 	// No kernel copy surrounds the call: the handler's own copy-out
 	// fails, as the driver's would.
-	if r, e := x.Ioctl(open, selfTask(t), ioctl.CmdDeviceBasicInfo, 0); r == 0 && e == 0 {
+	if r, e := open.Ioctl(selfTask(t), ioctl.CmdDeviceBasicInfo, 0); r == 0 && e == 0 {
 		t.Error("DEVICE_BASIC_INFO at NULL succeeded")
 	}
 	pa := d.Sys.Arch.HostBase + 1<<32 - 4096 // the page the self-test uses

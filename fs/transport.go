@@ -180,11 +180,9 @@ const (
 // lookups and reads of the tree, and ioctls that answer at once, run
 // inline; opens (the driver's open waits out a reset), flushes (a last
 // flush waits for the reset it asked for), writes to control files, and the
-// commands that wait (the ABI table's Blocking ones, and any whose driver
-// budget is longer than the default: pod commands) go to a worker. Buffer
-// copies and memsets run inline: they never wait for another caller, and
-// their time is that of the copy itself. So do exec doorbells: a doorbell
-// does not wait for the run it starts (chip/doorbell.go).
+// commands whose row (device/commands.go) is not inline go to a worker.
+// Exec doorbells run inline: a doorbell does not wait for the run it
+// starts (chip/doorbell.go).
 func (f *FS) offload(opcode uint32, opIn []byte) bool {
 	switch opcode {
 	case fuseLookup, fuseForget, fuseGetattr, fuseReadlink, fuseRead, fuseStatfs, fuseRelease, fuseGetxattr,
@@ -200,20 +198,9 @@ func (f *FS) offload(opcode uint32, opIn []byte) bool {
 	return true
 }
 
-// inlineCopies are the Blocking commands that only copy or set memory.
-var inlineCopies = map[string]bool{
-	"NEURON_IOCTL_MEM_COPY": true, "NEURON_IOCTL_MEM_COPY64": true,
-	"NEURON_IOCTL_MEM_BUF_COPY": true, "NEURON_IOCTL_MEM_BUF_COPY64": true,
-	"NEURON_IOCTL_MEM_BUF_ZEROCOPY64": true, "NEURON_IOCTL_MEMSET": true, "NEURON_IOCTL_MEMSET64": true,
-}
-
-func (f *FS) ioctlWaits(cmd uint32) bool {
-	if f.sys.Budget(cmd) > f.defaultBudget {
-		return true
-	}
-	c, ok := f.sys.Table.Lookup(cmd)
-	return ok && c.Blocking && !inlineCopies[c.Name]
-}
+// ioctlWaits reports whether command cmd must leave the receiving thread:
+// its row in device/commands.go says.
+func (f *FS) ioctlWaits(cmd uint32) bool { return !f.sys.Inline(cmd) }
 
 func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24

@@ -94,7 +94,7 @@ type FS struct {
 	// The FUSE transport (transport.go): its name, what waits for its
 	// end, the io_uring transport or the setup of a failed io_uring
 	// attempt (its queues end with the connection) and the default ioctl
-	// budget (the offload policy).
+	// budget (the raw reaper's waits).
 	transport     string
 	waitServed    func()
 	ring          *fuseuring.Transport

@@ -29,8 +29,12 @@
 //
 // Add its row to abi/abi-ioctls.tsv (and its struct to abi-structs.tsv,
 // its members' roles to abi-roles.tsv), or to the version delta that
-// introduces it; run `go generate ./ioctl ./device`; register a handler
-// in device/handlers.go; abi_parity_test.go checks the tables against the generated
-// code, and the generated command pages (docs/commands/) name the new
-// command until a handler serves it.
+// introduces it; run `go generate ./ioctl ./device`; then give its Macro
+// one row in device/commands.go, whose guide says how: the handler,
+// whether it waits, its budget and whether a transport may serve it
+// inline, in one declaration that dispatch, the watchdog and the
+// transports all read. abi_parity_test.go checks the tables against the
+// generated code, device's table-consistency test that every command has
+// its row, and the generated command pages (docs/commands/) name a command
+// without a handler as not emulated.
 package ioctl

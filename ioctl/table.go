@@ -44,9 +44,9 @@ type Command struct {
 	// SizeSelects: in a family matched by _IOC_NR, _IOC_SIZE picks the
 	// member (any type or direction), and other sizes are EINVAL.
 	SizeSelects bool
-	// Blocking commands may sleep for long (reset wait, CRWL, scrub, async
-	// copy wait): a transport with per-CPU queues must move them off-queue.
-	Blocking bool
+	// How a command runs (its handler, whether it waits, its budget,
+	// whether a transport may serve it inline) is the emulation's, not
+	// the ABI's: device/commands.go keeps one row per Macro.
 }
 
 // Nr returns the command's _IOC_NR.
@@ -79,24 +79,6 @@ type versionDelta struct {
 	Name, Parent string
 	Added        []Command // commands added or changed (same macro name) against the parent
 	Removed      []string  // macro names the parent has and this version does not
-}
-
-// blocking lists the commands whose handlers wait.
-var blocking = map[uint32]bool{
-	CmdDeviceReady:      true,
-	CmdNCResetReady:     true,
-	CmdHBMScrubWait:     true,
-	CmdCRWLReaderEnter:  true,
-	CmdCRWLWriterEnter:  true,
-	CmdMemCopyAsyncWait: true,
-	CmdCInitSetState:    true,
-	CmdMemCopy:          true,
-	CmdMemCopy64:        true,
-	CmdMemBufCopy:       true,
-	CmdMemBufCopy64:     true,
-	CmdMemBufZerocopy64: true,
-	CmdMemset:           true,
-	CmdMemset64:         true,
 }
 
 // newTable builds a version from its parent plus the commands it changes.
@@ -133,7 +115,6 @@ func newTable(v versionDelta, parent *Table) *Table {
 		if _, ok := merged[c.Name]; !ok {
 			order = append(order, c.Name)
 		}
-		c.Blocking = blocking[c.Cmd]
 		merged[c.Name] = c
 	}
 	for _, name := range order {

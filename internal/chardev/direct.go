@@ -22,7 +22,7 @@ func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint
 		return
 	}
 	id, tid := n.ID, n.Pid
-	waits := s.direct.Waits(cmd)
+	waits := !s.direct.Inline(cmd)
 	serve := func() {
 		t := Task{Tid: int32(tid), Mem: -1}
 		pin, err := s.pins.get(tid)
@@ -57,7 +57,7 @@ func (s *Supervisor) handleIoctl(n *seccompNotif, fd int32, cmd uint32, arg uint
 			defer stop()
 			t.Gone = gone
 		}
-		val, errno := s.direct.Ioctl(file, t, cmd, arg)
+		val, errno := file.Ioctl(t, cmd, arg)
 		s.respond(id, val, errno, 0)
 	}
 	if waits {
@@ -77,7 +77,7 @@ func (s *Supervisor) handleClose(n *seccompNotif, fd int32) {
 	id, tid := n.ID, n.Pid
 	s.slow(func() {
 		if s.valid(id) {
-			s.direct.Flush(file, int32(tid))
+			file.Flush(int32(tid))
 		}
 		s.direct.Forget(int32(tid), fd)
 		s.pass(id)
@@ -98,7 +98,7 @@ func (s *Supervisor) handleCloseRange(n *seccompNotif, first, last, flags uint32
 		if s.valid(id) {
 			for _, fd := range s.fdsIn(tid, max(first, FDBase), last) {
 				if file, ok := s.direct.Lookup(int32(tid), fd); ok {
-					s.direct.Flush(file, int32(tid))
+					file.Flush(int32(tid))
 				}
 				s.direct.Forget(int32(tid), fd)
 			}
@@ -124,7 +124,7 @@ func (s *Supervisor) handleDupOnto(n *seccompNotif, oldfd, newfd int32) {
 		// dup2 onto a descriptor fails with EBADF when oldfd is not
 		// open: then nothing is replaced.
 		if s.valid(id) && s.isOpen(tid, oldfd) {
-			s.direct.Flush(file, int32(tid))
+			file.Flush(int32(tid))
 		}
 		s.direct.Forget(int32(tid), newfd)
 		s.pass(id)
@@ -151,7 +151,7 @@ func (s *Supervisor) handleDirectDupLow(n *seccompNotif, oldfd, newfd int32) {
 // deviceOpen finds the device open behind the notifying task's
 // descriptor fd. When there is none (no Direct, or fd is no device
 // descriptor) it lets the call go ahead untouched and reports false.
-func (s *Supervisor) deviceOpen(n *seccompNotif, fd int32) (file any, ok bool) {
+func (s *Supervisor) deviceOpen(n *seccompNotif, fd int32) (file File, ok bool) {
 	if s.direct != nil {
 		file, ok = s.direct.Lookup(int32(n.Pid), fd)
 	}

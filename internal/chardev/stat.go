@@ -1,0 +1,79 @@
+package chardev
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// handleEmptyPathStat answers newfstatat/statx with AT_EMPTY_PATH (the
+// filter sends no other) and an empty or NULL path (Linux ≥ 6.11 takes
+// NULL for "") as fstat of the descriptor.
+func (s *Supervisor) handleEmptyPathStat(n *seccompNotif, sc *scratch, dirfd int32, pathPtr, buf uint64, isStatx bool, mask uint32) {
+	if pathPtr != 0 {
+		path, err := readPath(n.Pid, pathPtr, sc.buf[:])
+		if err != nil || len(path) != 0 {
+			s.pass(n.ID)
+			return
+		}
+	}
+	s.handleStat(n, dirfd, buf, isStatx, mask)
+}
+
+// handleStat answers a stat of a device fd with the character node's,
+// with the device number the node stands for (a stand-in's is 0:0).
+func (s *Supervisor) handleStat(n *seccompNotif, fd int32, buf uint64, isStatx bool, mask uint32) {
+	minor, ok := s.ourFD(n.Pid, fd)
+	if !ok {
+		s.pass(n.ID)
+		return
+	}
+	// The answer is written through a pin of the caller, checked after
+	// it: a caller killed meanwhile has its id reused at once.
+	pin, err := s.pins.get(n.Pid)
+	if err != nil {
+		s.pass(n.ID)
+		return
+	}
+	defer func() { s.pins.put(pin) }()
+	if !s.valid(n.ID) {
+		s.pass(n.ID)
+		return
+	}
+	var out []byte
+	if isStatx {
+		var stx unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, s.nodes[minor], 0, int(mask), &stx); err != nil {
+			s.pass(n.ID)
+			return
+		}
+		stx.Rdev_major, stx.Rdev_minor = s.major, uint32(minor)
+		out = unsafe.Slice((*byte)(unsafe.Pointer(&stx)), unsafe.Sizeof(stx))
+	} else {
+		var st unix.Stat_t
+		if err := unix.Stat(s.nodes[minor], &st); err != nil {
+			s.pass(n.ID)
+			return
+		}
+		st.Rdev = unix.Mkdev(s.major, uint32(minor))
+		out = unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
+	}
+	k, err := unix.Pwrite(pin.mem, out, int64(buf))
+	if k == 0 && err == nil {
+		// The pin's address space is gone while the call is live: the
+		// caller exec'd since it was cached.
+		fresh, rerr := s.pins.repin(n.Pid, pin)
+		if rerr == nil {
+			s.pins.put(pin)
+			pin = fresh
+			if s.valid(n.ID) {
+				k, err = unix.Pwrite(pin.mem, out, int64(buf))
+			}
+		}
+	}
+	if err != nil || k < len(out) {
+		s.respond(n.ID, 0, unix.EFAULT, 0)
+		return
+	}
+	s.respond(n.ID, 0, 0, 0)
+}
