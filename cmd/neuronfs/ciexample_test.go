@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,13 @@ func TestCIExampleScript(t *testing.T) {
 	}
 	top, err := exec.Command(gitBin, "rev-parse", "--show-toplevel").Output()
 	if err != nil {
-		t.Fatalf("git rev-parse in %s: %v (the test runs in a git checkout)", mustGetwd(t), err)
+		// A source tree without its history (an unpacked archive) has
+		// nothing to clone.
+		why := fmt.Sprintf("not a git checkout (%s: %v): nothing to clone", mustGetwd(t), err)
+		if os.Getenv("NEURONFS_REQUIRE_FUSE") == "1" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
 	}
 	clone := filepath.Join(t.TempDir(), "neuronfs")
 	if out, err := exec.Command(gitBin, "clone", "-q", "--no-hardlinks", strings.TrimSpace(string(top)), clone).CombinedOutput(); err != nil {
