@@ -1,6 +1,7 @@
 package fs_test
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -21,6 +22,8 @@ func BenchmarkDirectIoctl(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer x.Close()
+	runtime.LockOSThread() // see startDirect
+	defer runtime.UnlockOSThread()
 	tid := int32(unix.Gettid())
 	fd, err := x.Open(0, unix.O_RDWR, tid)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -42,9 +43,14 @@ func selfTask(t testing.TB) chardev.Task {
 }
 
 // startDirect mounts a trn2.48xlarge and serves its devices through a
-// Direct, closed when the test ends.
+// Direct, closed when the test ends. The test stays on its thread, whose
+// id Lookup reads descriptors by: a Direct's open of a file backing runs
+// on a thread of its own that ends after it (Chip.OpenForClient), and an
+// unlocked test could have been on that thread when it took its id.
 func startDirect(t *testing.T) (*testutil.Daemon, *fs.Direct) {
 	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	d := testutil.StartDaemon(t, device.Config{Instance: "trn2.48xlarge"})
 	x, err := d.FS.NewDirect()
 	if err != nil {
