@@ -116,6 +116,9 @@ func cmdKeep(args []string) int {
 	}
 	go func() {
 		for s := range sigs {
+			if s == syscall.SIGINT && inForeground(cmd.Process.Pid) {
+				continue // the terminal's ^C reached CMD itself
+			}
 			cmd.Process.Signal(s)
 		}
 	}()
@@ -125,8 +128,7 @@ func cmdKeep(args []string) int {
 		killDescendants()
 	}()
 	status := reapUntil(cmd.Process.Pid)
-	signal.Stop(sigs)
-	stopDescendants()
+	stopDescendants() // signals stay caught, as in startForwardingSignals
 	return status
 }
 
@@ -194,4 +196,18 @@ func killDescendants() {
 	for _, d := range descendants(os.Getpid()) {
 		d.kill()
 	}
+}
+
+// inForeground reports whether pid's process group is the foreground job
+// of the terminal on this process's standard input. A ^C there reaches
+// CMD from the terminal, and the copy run passes on would be a second
+// SIGINT: a program that ends in its handler could die of the second one
+// (the shell that exits in its INT trap did, one run in a few).
+func inForeground(pid int) bool {
+	pg, err := unix.Getpgid(pid)
+	if err != nil {
+		return false
+	}
+	fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	return err == nil && fg == pg
 }

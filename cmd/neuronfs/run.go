@@ -194,10 +194,11 @@ func startForwardingSignals(cmd *exec.Cmd, extra ...os.Signal) (func() int, erro
 			cmd.Process.Signal(s)
 		}
 	}()
-	return func() int {
-		defer signal.Stop(sigs)
-		return exitCode(cmd.Wait())
-	}, nil
+	// The signals stay caught after cmd ends: one passed on to this
+	// process just then (run hands a ^C to its daemon while the terminal
+	// hands it to CMD, which may already have ended in its handler) must
+	// not kill it, which would make its status the signal's, not cmd's.
+	return func() int { return exitCode(cmd.Wait()) }, nil
 }
 
 // exitCode maps a child's end to a shell-style status.
