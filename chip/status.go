@@ -34,17 +34,19 @@ type EngineReport struct {
 	Counts seq.Counts
 }
 
-// EngineReports snapshots the core's current (or last) staged run; nil
-// when none ran.
+// EngineReports snapshots the core's current (or last) staged run, then
+// its register-started runs (regrun.go) in slot order; nil when none ran.
 func (c *Core) EngineReports() []EngineReport {
-	r := c.current()
-	if r == nil {
-		return nil
-	}
 	var out []EngineReport
-	for _, sq := range r.seqs {
-		if sq != nil {
-			out = append(out, EngineReport{sq.Status(), sq.Counts()})
+	runs := c.regRuns()
+	if r := c.current(); r != nil {
+		runs = append([]*seqRun{r}, runs...)
+	}
+	for _, r := range runs {
+		for _, sq := range r.seqs {
+			if sq != nil {
+				out = append(out, EngineReport{sq.Status(), sq.Counts()})
+			}
 		}
 	}
 	return out
