@@ -79,9 +79,9 @@ func TestEngineStartByRegister(t *testing.T) {
 	if a.Semaphore(5) != 1 {
 		t.Fatalf("a start while running ran the program again: semaphore 5 = %d", a.Semaphore(5))
 	}
-	st := c.Core(nc).EngineStatus()
-	if len(st) != 1 || st[0].Engine != seq.ACT || st[0].State != seq.Waiting {
-		t.Fatalf("engine status %v, want ACT waiting", st)
+	rep := c.Core(nc).EngineReports()
+	if len(rep) != 1 || rep[0].Status.Engine != seq.ACT || rep[0].Status.State != seq.Waiting || rep[0].By != "START_CTRL" {
+		t.Fatalf("engine reports %+v, want ACT waiting, started by START_CTRL", rep)
 	}
 	c.Core(nc).Apply(ReadWindow+uint64(Set)*WindowStride+4*7, Set, 1)
 	waitUntil(t, "START_CTRL reading stopped after HALT", func() bool { return bar.Read32(win+nxStartCtrl)&nxStartBit == 0 })
@@ -140,7 +140,7 @@ func TestTopSPTsyncDoorbell(t *testing.T) {
 	if stamp := binary.LittleEndian.Uint64(rec[8:]); stamp < before {
 		t.Errorf("record timestamp %d ps before the clock read before the doorbell (%d)", stamp, before)
 	}
-	if st := c.Core(1).EngineStatus(); len(st) != 1 || st[0].State != seq.Halted {
-		t.Errorf("core 1 engine status %v, want the TOP_SP halted", st)
+	if rep := c.Core(1).EngineReports(); len(rep) != 1 || rep[0].Status.State != seq.Halted || rep[0].By != "TOP_SP 4" {
+		t.Errorf("core 1 engine reports %+v, want TOP_SP 4's program halted", rep)
 	}
 }

@@ -2,6 +2,7 @@ package chip
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/neuronfs/neuronfs/chip/seq"
@@ -80,8 +81,25 @@ func (c *Core) engineBusy(e seq.Engine) bool {
 	return false
 }
 
+// slotRun is a register-started run and its slot.
+type slotRun struct {
+	slot int
+	r    *seqRun
+}
+
+// regStarter names what started slot's run, for the cores view: its
+// engine's START_CTRL, or the TOP_SP (by its number on the device).
+func (c *Core) regStarter(slot int) string {
+	if slot < int(seq.NumEngines) {
+		return "START_CTRL"
+	}
+	f := c.cfg.arch
+	per := max(1, f.TopSPsPerDevice/max(1, f.CoresPerDevice))
+	return fmt.Sprintf("TOP_SP %d", c.nc*per+slot-int(seq.NumEngines))
+}
+
 // regRuns returns the core's register-started runs, in slot order.
-func (c *Core) regRuns() []*seqRun {
+func (c *Core) regRuns() []slotRun {
 	cr := &c.runs
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
@@ -90,9 +108,9 @@ func (c *Core) regRuns() []*seqRun {
 		slots = append(slots, s)
 	}
 	slices.Sort(slots)
-	out := make([]*seqRun, len(slots))
+	out := make([]slotRun, len(slots))
 	for i, s := range slots {
-		out[i] = cr.reg[s]
+		out[i] = slotRun{s, cr.reg[s]}
 	}
 	return out
 }

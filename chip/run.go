@@ -185,8 +185,8 @@ func (c *Core) cancelRuns() {
 	if r := c.current(); r != nil {
 		r.cancel()
 	}
-	for _, r := range c.regRuns() {
-		r.cancel()
+	for _, sr := range c.regRuns() {
+		sr.r.cancel()
 	}
 }
 
@@ -197,7 +197,10 @@ func (c *Core) cancelRuns() {
 // from. The caller holds no lock.
 func (c *Core) StopRuns(ctx context.Context) error {
 	c.cancelRuns()
-	runs := c.regRuns()
+	var runs []*seqRun
+	for _, sr := range c.regRuns() {
+		runs = append(runs, sr.r)
+	}
 	if r := c.current(); r != nil {
 		runs = append(runs, r)
 	}
