@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
@@ -44,6 +46,8 @@ func (c *Core) startByRegister(slot int, e seq.Engine, addr uint64, notify func(
 	if cr.reg[slot].alive() {
 		cr.mu.Unlock()
 		r.cancel()
+		c.cfg.log.WithFields(logrus.Fields{"core": c.nc, "engine": e, "slot": slot, "addr": fmt.Sprintf("%#x", addr)}).
+			Debug("start register written while the engine runs: ignored")
 		return false
 	}
 	if cr.reg == nil {
