@@ -2,6 +2,10 @@ package fs_test
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/fs"
 )
 
 // The V2 bring-up's timestamp calibration (libnrt's tdrv_tsync_timestamps)
@@ -54,7 +59,8 @@ func TestTsyncV2Replay(t *testing.T) {
 	}
 	top := f.TopSPWindow(topSP) + topSPLocal
 	locals = append(locals, top)
-	start(top, c.image(seq.NewSemUpdate(seq.UpdateSemInc, release, 0), seq.NewRecord(seq.OpHalt)))
+	topProg := c.image(seq.NewSemUpdate(seq.UpdateSemInc, release, 0), seq.NewRecord(seq.OpHalt))
+	start(top, topProg)
 
 	nqb := f.NotificationBlock(progCore)
 	clock := func() uint64 {
@@ -92,6 +98,15 @@ func TestTsyncV2Replay(t *testing.T) {
 	for _, s := range c.sys.Device(0).Chip().Core(progCore).EngineStatus() {
 		if s.State != seq.Halted {
 			t.Errorf("after tsync: %v", s)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, fs.ControlDir, device.CoresFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PE halted", "(started by START_CTRL)", fmt.Sprintf("SP halted at %#x (started by TOP_SP %d)", topProg+seq.RecordSize, topSP)} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q:\n%s", device.CoresFile, want, b)
 		}
 	}
 	if tail, err := c.errQ.Tail(); err != nil || tail != 0 {
