@@ -74,6 +74,7 @@ func (c *Chip) initBAR0() error {
 		c.topSPNQ = append(c.topSPNQ, b)
 		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: nq.BlockSize, Block: b})
 	}
+	regions = append(regions, c.engineRegions()...)
 	bar, err := mmio.NewBAR(f.BAR0Size, regions)
 	if err != nil {
 		return err

@@ -34,7 +34,8 @@
 // core's: core.go (its state), corelink.go (its view of the chip),
 // hostsem.go (the host's stores), doorbell.go and doorbellqueue.go (a
 // doorbell and its queue), request.go (delivered exec requests), run.go
-// (staged runs), sched.go (who runs the engines), sync.go (the engines'
-// Sync and CSR), onchip.go (SBUF and PSUM), status.go (engine reports and
-// hangs).
+// (staged runs), regrun.go (runs started by register), engineregs.go
+// (the engines' and TOP_SPs' start registers in BAR0), sched.go (who runs
+// the engines), sync.go (the engines' Sync and CSR), onchip.go (SBUF and
+// PSUM), status.go (engine reports and hangs).
 package chip

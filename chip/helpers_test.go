@@ -46,6 +46,13 @@ func newTestChipDriver(t testing.TB, instance string) (*Chip, *testDriver) {
 // newTestChipWith is newTestChipDriver with set changing the config.
 func newTestChipWith(t testing.TB, instance string, set func(*Config)) (*Chip, *testDriver) {
 	t.Helper()
+	drv := &testDriver{}
+	return newTestChipOn(t, instance, set, drv), drv
+}
+
+// newTestChipOn is newTestChipWith over the driver drv.
+func newTestChipOn(t testing.TB, instance string, set func(*Config), drv Driver) *Chip {
+	t.Helper()
 	inst, err := dhal.LookupInstance(instance)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,6 @@ func newTestChipWith(t testing.TB, instance string, set func(*Config)) (*Chip, *
 	}
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
-	drv := &testDriver{}
 	cfg := Config{Name: "neuron0", Arch: f, Log: logrus.NewEntry(l), Epoch: time.Now(), InferenceStart: -1}
 	if set != nil {
 		set(&cfg)
@@ -69,5 +75,5 @@ func newTestChipWith(t testing.TB, instance string, set func(*Config)) (*Chip, *
 		c.Stop()
 		c.Close()
 	})
-	return c, drv
+	return c
 }

@@ -29,9 +29,10 @@ type coreRuns struct {
 
 	mu      lockrank.Mutex[lockrank.Exec] // guards cur, parked, runner; never held across a record
 	cur     *seqRun
-	parked  []*engineRun // engines blocked at a wait, run by nobody (sched.go)
-	nparked atomic.Int32 // len(parked), read without mu
-	runner  *runner      // the doorbell running the core's engines, if any
+	reg     map[int]*seqRun // register-started runs by slot (regrun.go)
+	parked  []*engineRun    // engines blocked at a wait, run by nobody (sched.go)
+	nparked atomic.Int32    // len(parked), read without mu
+	runner  *runner         // the doorbell running the core's engines, if any
 	wg      sync.WaitGroup
 
 	// checking: the core checks a parked engine's wait under mu, so a
@@ -184,6 +185,9 @@ func (c *Core) cancelRuns() {
 	if r := c.current(); r != nil {
 		r.cancel()
 	}
+	for _, sr := range c.regRuns() {
+		sr.r.cancel()
+	}
 }
 
 // StopRuns ends the core's staged run as a core reset does, but clears
@@ -193,17 +197,22 @@ func (c *Core) cancelRuns() {
 // from. The caller holds no lock.
 func (c *Core) StopRuns(ctx context.Context) error {
 	c.cancelRuns()
-	r := c.current()
-	if r == nil {
-		return nil
+	var runs []*seqRun
+	for _, sr := range c.regRuns() {
+		runs = append(runs, sr.r)
+	}
+	if r := c.current(); r != nil {
+		runs = append(runs, r)
 	}
 	lockrank.AssertUnlocked("exec: stopping a core's orphaned engines")
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("core %d: engines still running: %w", c.nc, ctx.Err())
+	for _, r := range runs {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return fmt.Errorf("core %d: engines still running: %w", c.nc, ctx.Err())
+		}
 	}
+	return nil
 }
 
 // stopAll ends the core's runs and waits for all their engines, those a
@@ -223,15 +232,18 @@ func (c *Core) seqNotify(r *seqRun, n seq.Notification) {
 	if r.ctx.Err() != nil {
 		return
 	}
-	b := c.notific
-	slot := dhal.InferStatusSlot + int(n.Engine)
+	emitNotification(c.notific, dhal.InferStatusSlot+int(n.Engine), n)
+}
+
+// emitNotification writes n into block b: an explicit record or a
+// debug_cmd START/END into queue slot, a fault into the ERROR queue.
+func emitNotification(b *nq.Block, slot int, n seq.Notification) {
 	switch n.Kind {
 	case seq.NotifyExplicit:
 		b.Emit(slot, explicitRecord(n))
 	case seq.NotifyDebug:
 		for _, code := range debugCodes[n.DebugCmd] {
-			rec := nq.InferRecord(int(n.Engine), code)
-			b.Emit(slot, rec)
+			b.Emit(slot, nq.InferRecord(int(n.Engine), code))
 		}
 	case seq.NotifyError:
 		b.Emit(nq.ErrorSlot, nq.SequencerErrorRecord(int(n.Engine), n.PC, n.ErrorID))

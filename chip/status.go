@@ -32,20 +32,25 @@ func (h Hang) String() string {
 type EngineReport struct {
 	Status seq.Status
 	Counts seq.Counts
+	By     string // who started it: "" a delivered request, else its start register (regrun.go)
 }
 
-// EngineReports snapshots the core's current (or last) staged run; nil
-// when none ran.
+// EngineReports snapshots the core's current (or last) staged run, then
+// its register-started runs (regrun.go) in slot order; nil when none ran.
 func (c *Core) EngineReports() []EngineReport {
-	r := c.current()
-	if r == nil {
-		return nil
-	}
 	var out []EngineReport
-	for _, sq := range r.seqs {
-		if sq != nil {
-			out = append(out, EngineReport{sq.Status(), sq.Counts()})
+	add := func(r *seqRun, by string) {
+		for _, sq := range r.seqs {
+			if sq != nil {
+				out = append(out, EngineReport{sq.Status(), sq.Counts(), by})
+			}
 		}
+	}
+	if r := c.current(); r != nil {
+		add(r, "")
+	}
+	for _, sr := range c.regRuns() {
+		add(sr.r, c.regStarter(sr.slot))
 	}
 	return out
 }

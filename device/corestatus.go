@@ -41,7 +41,11 @@ func writeCore(b *strings.Builder, dev string, nc int, engines []chip.EngineRepo
 	}
 	fmt.Fprintf(b, "%s core %d:%s\n", dev, nc, state)
 	for _, e := range engines {
-		fmt.Fprintf(b, "  %v; records=%d not_emulated=%d waits=%d\n",
-			e.Status, e.Counts.Records, e.Counts.NotEmulated, e.Counts.Waits)
+		by := ""
+		if e.By != "" {
+			by = " (started by " + e.By + ")"
+		}
+		fmt.Fprintf(b, "  %v%s; records=%d not_emulated=%d waits=%d\n",
+			e.Status, by, e.Counts.Records, e.Counts.NotEmulated, e.Counts.Waits)
 	}
 }
