@@ -74,7 +74,7 @@ func (c *Chip) initBAR0() error {
 		c.topSPNQ = append(c.topSPNQ, b)
 		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: nq.BlockSize, Block: b})
 	}
-	bar, err := mmio.NewBAR(f.BAR0Size, regions)
+	bar, err := mmio.NewBAR(f.BAR0Size, regions, c.tpbMemory()...)
 	if err != nil {
 		return err
 	}
