@@ -7,15 +7,6 @@ import (
 	"github.com/neuronfs/neuronfs/dhal"
 )
 
-// q7Base is where the Q7 cores' RAMs start in a TPB window (wiki
-// 59944145351 §3: V2 0x2980000, V3/V4 0x3100000).
-func q7Base(a dhal.Arch) uint64 {
-	if a == dhal.V2 {
-		return 0x2980000
-	}
-	return 0x3100000
-}
-
 // A BAR0 store into any core's TPB window is the device's memory: the
 // mapped SBUF resource and a DMA at the SoC address read it, and a store
 // there reads back through BAR0. The semaphore window keeps its
@@ -41,7 +32,7 @@ func TestTPBWindowIsDeviceMemory(t *testing.T) {
 				if !ok1 || !ok2 || binary.LittleEndian.Uint32(mapped) != want || binary.LittleEndian.Uint32(dmaView) != want {
 					t.Fatalf("core %d: BAR0 SBUF store %#x not seen by the mapped SBUF or a DMA", nc, want)
 				}
-				dram := q7Base(f.Arch) + 0x40000*uint64(nc%2) // some Q7 RAM word
+				dram := f.Q7Pool().DRAMOffset(nc) // Q7 core nc's ready word
 				b, ok := mem.SliceWrite(soc+dram, 4)
 				if !ok {
 					t.Fatalf("core %d: no memory at SoC %#x", nc, soc+dram)
