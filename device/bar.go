@@ -108,17 +108,7 @@ func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 	if v.BAR != 0 {
 		return Errno(syscall.EINVAL)
 	}
-	f := d.sys.Arch
-	for i := range int(v.Count) {
-		// The driver accepts an offset equal to the BAR size (it tests
-		// '>'); that one is refused here too.
-		off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
-		if !ok || f.IsBAR0WriteBlocked(off, mmio.BlockedMiscRAM) {
-			return Errno(syscall.EINVAL) // earlier writes stay done
-		}
-		d.chip.BAR0().Write32(off, binary.LittleEndian.Uint32(data[4*i:]))
-	}
-	return 0
+	return d.writeBAR0(raw, data)
 }
 
 // postMetric stages a blob in the data window and posts it to the
