@@ -7,6 +7,17 @@ import (
 	"github.com/neuronfs/neuronfs/mmio"
 )
 
+// barScratch is one BAR_READ/BAR_WRITE's address and data arrays.
+type barScratch struct{ addrs, data []byte }
+
+// barScratch takes arrays from the device's pool (Put them back).
+func (d *Device) barScratch() *barScratch {
+	if s, ok := d.barBufs.Get().(*barScratch); ok {
+		return s
+	}
+	return &barScratch{}
+}
+
 // writeBAR0 performs BAR_WRITE's stores: addrs holds count u64 register
 // addresses, data count u32 values. The runtime installs microcode one
 // address per word, consecutive, tens of thousands a call (wiki
@@ -19,14 +30,18 @@ func (d *Device) writeBAR0(addrs, data []byte) Result {
 	bar, f := d.chip.BAR0(), d.sys.Arch
 	addr := func(i int) uint64 { return binary.LittleEndian.Uint64(addrs[8*i:]) }
 	for i := 0; i < count; {
-		j := i + 1
-		for j < count && addr(j) == addr(j-1)+4 {
-			j++
+		j, last := i+1, addr(i)
+		for ; j < count; j++ {
+			a := binary.LittleEndian.Uint64(addrs[8*j : 8*j+8])
+			if a != last+4 {
+				break
+			}
+			last = a
 		}
 		// Both ends valid and consecutive: every word between is inside
 		// BAR0 and aligned.
 		first, ok1 := d.barOffset(addr(i))
-		_, ok2 := d.barOffset(addr(j - 1))
+		_, ok2 := d.barOffset(last)
 		if ok1 && ok2 && j-i > 1 {
 			done, err := bar.WriteRun(first, data[4*i:4*j])
 			if err != nil {
