@@ -3,6 +3,8 @@ package chip
 import (
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/mmio"
 )
@@ -19,7 +21,10 @@ import (
 // the space is a sparse file, admitted against the host's memory limit.
 
 // tpbMemory is the BAR0 memory of every core's TPB window, in two parts
-// so a run never straddles the state buffer's alias boundary.
+// so a run never straddles the state buffer's alias boundary. Each part
+// reaches the memory where it lives: the SBUF resource's offset for the
+// state buffer (where the SoC window's alias leads), the SoC address
+// for the rest.
 func (c *Chip) tpbMemory() []mmio.Backed {
 	f := c.arch
 	var out []mmio.Backed
@@ -28,26 +33,23 @@ func (c *Chip) tpbMemory() []mmio.Backed {
 		if bar == dhal.InvalidOffset || soc == dhal.InvalidOffset {
 			continue
 		}
-		for _, part := range []struct {
-			name     string
-			off, len uint64
-		}{
-			{"sbuf", 0, dhal.TPBSBUFSize},
-			{"ram", dhal.TPBSBUFSize, dhal.TPBWindowSize - dhal.TPBSBUFSize},
-		} {
-			out = append(out, mmio.Backed{
-				Name: fmt.Sprintf("nc%d-tpb-%s", nc, part.name),
-				Base: bar + part.off, Size: part.len,
-				Bytes: c.socBytes(soc + part.off),
-			})
+		sbuf := soc
+		if res, ok := f.LookupMmapResource(dhal.BlockTPB, uint32(nc), dhal.ResourceSBUF); ok && res.Size >= dhal.TPBSBUFSize {
+			sbuf = res.Offset
 		}
+		out = append(out,
+			mmio.Backed{Name: fmt.Sprintf("nc%d-tpb-sbuf", nc), Base: bar, Size: dhal.TPBSBUFSize, Bytes: c.physBytes(sbuf)},
+			mmio.Backed{Name: fmt.Sprintf("nc%d-tpb-ram", nc), Base: bar + dhal.TPBSBUFSize, Size: dhal.TPBWindowSize - dhal.TPBSBUFSize, Bytes: c.physBytes(soc + dhal.TPBSBUFSize)})
 	}
 	return out
 }
 
-// socBytes reaches device memory from SoC address base on, as an engine
-// does: a write is admitted by the host's memory limit first.
-func (c *Chip) socBytes(base uint64) func(off, n uint64, write bool) ([]byte, error) {
+// physBytes reaches device memory from physical address base on. A
+// write is admitted by the host's memory limit first, as an engine's
+// is. A read goes through the file (pread), not the mapping: reading a
+// never-written word must not allocate the page, or BAR_READs could
+// grow the backing past the limit that admits writes.
+func (c *Chip) physBytes(base uint64) func(off, n uint64, write bool) ([]byte, error) {
 	return func(off, n uint64, write bool) ([]byte, error) {
 		pa := base + off
 		if write {
@@ -56,9 +58,10 @@ func (c *Chip) socBytes(base uint64) func(off, n uint64, write bool) ([]byte, er
 			}
 			return nil, fmt.Errorf("device memory %#x+%#x: refused by the host's memory limit or not mapped", pa, n)
 		}
-		if b, ok := c.mem.Slice(pa, n); ok {
-			return b, nil
+		b := make([]byte, n)
+		if _, err := unix.Pread(c.phys.fd, b, int64(pa)); err != nil {
+			return nil, fmt.Errorf("read device memory %#x+%#x: %w", pa, n, err)
 		}
-		return nil, fmt.Errorf("device memory %#x+%#x: not mapped", pa, n)
+		return b, nil
 	}
 }

@@ -52,3 +52,28 @@ func TestTPBWindowIsDeviceMemory(t *testing.T) {
 		})
 	}
 }
+
+// Reading never-written TPB words costs no memory: only writes, which the
+// host's memory limit admits, grow the backing.
+func TestTPBReadsAllocateNothing(t *testing.T) {
+	c := newTestChip(t, "trn2.48xlarge")
+	f, bar := c.arch, c.BAR0()
+	before, err := c.phys.resident()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for nc := range f.CoresPerDevice {
+		for p := uint64(0); p < dhal.TPBWindowSize; p += 0x10000 {
+			if v := bar.Read32(f.TPBBase(nc) + p); v != 0 && (p < dhal.TPBEventsOffset || p >= dhal.TPBEventsOffset+dhal.TPBSemaphoreArea) {
+				t.Fatalf("core %d: unwritten word %#x reads %#x", nc, p, v)
+			}
+		}
+	}
+	after, err := c.phys.resident()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > before+64<<10 {
+		t.Fatalf("reading 8 × 1024 unwritten TPB pages grew the backing from %d to %d bytes", before, after)
+	}
+}
