@@ -179,8 +179,24 @@ func TestBringupFullVolume(t *testing.T) {
 	fd := openDev(t, dir, 3, unix.O_RDWR)
 	g := f.Q7Pool()
 	b := newBulkBAR(t, fd, int(g.DRAM/4))
+	chip := sys.Devices[3].Chip()
+	before, err := chip.PhysicalResident()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for nc := range f.CoresPerDevice {
 		installUcode(b, f, nc, 0)
+	}
+	// What is written is what the backing holds: 8 Q7 × 384 KiB and 5
+	// NX × 64 KiB per NeuronCore, and little else, so 16 devices fit the
+	// default memfd limit (half of host RAM) with room.
+	after, err := chip.PhysicalResident()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uint64(f.CoresPerDevice) * (uint64(g.Cores)*(g.IRAM+g.DRAM) + nxEngines*0x10000)
+	if grew := after - before; grew < want || grew > want+want/8 {
+		t.Errorf("the install grew the backing by %d bytes, want about %d", grew, want)
 	}
 	for nc := range f.CoresPerDevice {
 		tpb := f.TPBBase(nc)
