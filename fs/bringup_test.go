@@ -272,3 +272,27 @@ func TestCoresViewNamesUnmodelledWords(t *testing.T) {
 		t.Fatalf("%s lacks %q:\n%s", device.CoresFile, want, raw)
 	}
 }
+
+// BAR0 memory is device memory under the host's limit: an install the
+// limit cannot hold is refused with ENOMEM, not dropped.
+func TestBARWriteUnderMemoryLimit(t *testing.T) {
+	const limit = 8 << 20
+	dir, sys := testutil.MountConfig(t, device.Config{Instance: "trn2.3xlarge", MemoryLimit: limit})
+	f := sys.Arch
+	fd := openDev(t, dir, 0, unix.O_RDWR)
+	b := newBulkBAR(t, fd, 1<<16)
+	img := ucodeImage(1<<16, 1, true)
+	for k := range 4 * limit / (4 << 16) {
+		off := f.TPBBase(k%f.CoresPerDevice) + dhal.TPBSBUFSize + uint64(k/f.CoresPerDevice)<<18
+		v := b.stage(off, img)
+		r, e := testutil.Ioctl(fd, ioctl.CmdBARWrite, &v)
+		if e == unix.ENOMEM {
+			if got := b.read(off); got != 0 {
+				t.Fatalf("a refused BAR_WRITE left %#x at %#x", got, off)
+			}
+			return
+		}
+		expectErrno(t, fmt.Sprintf("BAR_WRITE %d", k), r, e, 0, 0)
+	}
+	t.Fatalf("%d MiB of BAR_WRITE fit an %d MiB limit", 4*limit>>20, limit>>20)
+}
