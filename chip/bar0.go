@@ -75,7 +75,7 @@ func (c *Chip) initBAR0() error {
 		regions = append(regions, mmio.Region{Name: "topsp-notific", Base: f.TopSPNotificationBlock(ts), Size: nq.BlockSize, Block: b})
 	}
 	regions = append(regions, c.engineRegions()...)
-	bar, err := mmio.NewBAR(f.BAR0Size, regions)
+	bar, err := mmio.NewBAR(f.BAR0Size, regions, c.tpbMemory()...)
 	if err != nil {
 		return err
 	}

@@ -47,10 +47,24 @@ func (s *System) registerResult(err error) Result {
 // readArray reads count u64s or u32s from user memory, with the driver's
 // kmalloc limit and positive not-copied count.
 func readArray(r *Request, addr uint64, count, size int) ([]byte, Result) {
+	return readArrayInto(r, addr, count, size, nil)
+}
+
+// readArrayInto is readArray into *buf (grown as needed; nil: a new
+// slice), so a caller can reuse the memory.
+func readArrayInto(r *Request, addr uint64, count, size int, buf *[]byte) ([]byte, Result) {
 	if count*size > kmallocMax {
 		return nil, Errno(syscall.ENOMEM)
 	}
-	b := make([]byte, count*size)
+	var b []byte
+	if buf != nil && cap(*buf) >= count*size {
+		b = (*buf)[:count*size]
+	} else {
+		b = make([]byte, count*size)
+		if buf != nil {
+			*buf = b
+		}
+	}
 	if res := r.readUser(b, addr); res != 0 {
 		return nil, res
 	}
@@ -77,11 +91,13 @@ func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 	if v.BAR != 0 {
 		addrCount = 1
 	}
-	raw, res := readArray(r, v.Address, addrCount, 8)
+	d := r.Dev()
+	buf := d.barScratch()
+	defer d.barBufs.Put(buf)
+	raw, res := readArrayInto(r, v.Address, addrCount, 8, &buf.addrs)
 	if res != 0 {
 		return res
 	}
-	d := r.Dev()
 	if r.Cmd == ioctl.CmdBARRead {
 		if v.BAR != 0 {
 			return Errno(syscall.EINVAL)
@@ -101,24 +117,14 @@ func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 		}
 		return copyOutBytes(r, v.Data, out)
 	}
-	data, res := readArray(r, v.Data, int(v.Count), 4)
+	data, res := readArrayInto(r, v.Data, int(v.Count), 4, &buf.data)
 	if res != 0 {
 		return res
 	}
 	if v.BAR != 0 {
 		return Errno(syscall.EINVAL)
 	}
-	f := d.sys.Arch
-	for i := range int(v.Count) {
-		// The driver accepts an offset equal to the BAR size (it tests
-		// '>'); that one is refused here too.
-		off, ok := d.barOffset(binary.LittleEndian.Uint64(raw[8*i:]))
-		if !ok || f.IsBAR0WriteBlocked(off, mmio.BlockedMiscRAM) {
-			return Errno(syscall.EINVAL) // earlier writes stay done
-		}
-		d.chip.BAR0().Write32(off, binary.LittleEndian.Uint32(data[4*i:]))
-	}
-	return 0
+	return d.writeBAR0(raw, data)
 }
 
 // postMetric stages a blob in the data window and posts it to the

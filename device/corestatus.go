@@ -13,7 +13,10 @@ import (
 // many of those only had their events honoured (arithmetic that is not
 // emulated). A core whose every running engine waits, with no DMA of the
 // core moving, is marked blocked (chip.Core.Blocked), the hang a device
-// can only time out on. The driver has no such file.
+// can only time out on. Per device it also counts and places, by page,
+// the BAR0 words no block models and no memory backs (kept as plain
+// registers): what the runtime touched that the emulator does not
+// understand. The driver has no such file.
 const CoresFile = "cores"
 
 // coresStatus renders CoresFile: one block per core that has run a
@@ -27,6 +30,7 @@ func (fs Sysfs) coresStatus() string {
 			_, blocked := core.Blocked()
 			writeCore(&b, d.Name(), nc, core.EngineReports(), blocked)
 		}
+		writeUnmodelled(&b, d.Name(), d.chip.BAR0())
 	}
 	return b.String()
 }

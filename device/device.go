@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -36,6 +37,9 @@ type Device struct {
 	chip *chip.Chip
 	mem  memory       // the allocator and handles over the chip's memory (memory.go)
 	fwc  *mmio.Client // the driver's side of the firmware mailbox (mmio.go)
+	// barBufs recycles BAR_READ/BAR_WRITE's arrays (*barScratch,
+	// barwrite.go): a microcode install moves megabytes a call.
+	barBufs sync.Pool
 
 	// mu is the driver's per-device lock (rank Device): everything below,
 	// and the state of the engines' owners.

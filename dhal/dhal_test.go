@@ -388,3 +388,19 @@ func TestCSRQueueRegister(t *testing.T) {
 		}
 	}
 }
+
+// Every Q7 core's IRAM and DRAM lie inside the TPB window, past the
+// semaphore area, and do not overlap.
+func TestQ7PoolFitsTheTPBWindow(t *testing.T) {
+	for _, a := range []Arch{V2, V3, V4} {
+		f, err := Facts(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := f.Q7Pool()
+		last := g.DRAMOffset(g.Cores-1) + g.DRAM + g.DRAMReserved
+		if g.Base < TPBEventsOffset+TPBSemaphoreArea || last > TPBWindowSize || g.DRAMOffset(0) < g.IRAMOffset(0)+g.IRAM || g.IRAMOffset(1) < g.DRAMOffset(0)+g.DRAM {
+			t.Errorf("arch %d: Q7 RAMs %#x..%#x", a, g.Base, last)
+		}
+	}
+}

@@ -25,22 +25,21 @@ type Region struct {
 	Block      Block
 }
 
-// maxPlain bounds the plain registers a BAR remembers, so writes to
-// millions of distinct addresses cannot grow the daemon without limit;
-// beyond it, writes to registers never written before are dropped.
-const maxPlain = 1 << 18
-
 // BAR is one device's BAR0.
 type BAR struct {
 	size    uint64
 	regions []Region // sorted by base, disjoint
+	memory  []Backed // sorted by base, disjoint; under the regions
 
-	mu    lockrank.Mutex[lockrank.Registers]
+	mu lockrank.Mutex[lockrank.Registers]
+	// plain holds the non-zero words nothing models or backs, without a
+	// cap: a word written is never dropped (Plain names them).
 	plain map[uint64]uint32
 }
 
-// NewBAR builds a BAR of size bytes with the given blocks.
-func NewBAR(size uint64, regions []Region) (*BAR, error) {
+// NewBAR builds a BAR of size bytes with the given blocks over the given
+// memory; any other word is a plain register that keeps what is written.
+func NewBAR(size uint64, regions []Region, memory ...Backed) (*BAR, error) {
 	rs := append([]Region(nil), regions...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Base < rs[j].Base })
 	for i, r := range rs {
@@ -51,7 +50,17 @@ func NewBAR(size uint64, regions []Region) (*BAR, error) {
 			return nil, fmt.Errorf("mmio: regions %s and %s overlap", rs[i-1].Name, r.Name)
 		}
 	}
-	return &BAR{size: size, regions: rs, plain: map[uint64]uint32{}}, nil
+	ms := append([]Backed(nil), memory...)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Base < ms[j].Base })
+	for i, m := range ms {
+		if m.Size == 0 || m.Base+m.Size > size || m.Base+m.Size < m.Base || m.Bytes == nil {
+			return nil, fmt.Errorf("mmio: memory %s %#x+%#x outside a %#x-byte BAR", m.Name, m.Base, m.Size, size)
+		}
+		if i > 0 && ms[i-1].Base+ms[i-1].Size > m.Base {
+			return nil, fmt.Errorf("mmio: memories %s and %s overlap", ms[i-1].Name, m.Name)
+		}
+	}
+	return &BAR{size: size, regions: rs, memory: ms, plain: map[uint64]uint32{}}, nil
 }
 
 // Size is the BAR's size in bytes.
@@ -65,12 +74,17 @@ func (b *BAR) region(off uint64) (Region, bool) {
 	return Region{}, false
 }
 
-// Read32 reads the register at off (which must be inside the BAR).
+// Read32 reads the register at off (which must be inside the BAR). A
+// word of memory the backing cannot show reads 0.
 func (b *BAR) Read32(off uint64) uint32 {
 	if r, ok := b.region(off); ok {
 		if v, ok := r.Block.Read32(off - r.Base); ok {
 			return v
 		}
+	}
+	if m, ok := b.memoryAt(off); ok {
+		v, _ := b.readMemory(m, off)
+		return v
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -78,17 +92,20 @@ func (b *BAR) Read32(off uint64) uint32 {
 }
 
 // Write32 writes the register at off (which must be inside the BAR).
-func (b *BAR) Write32(off uint64, v uint32) {
+// Only a write to memory can fail: its backing refused it (ErrRefused).
+func (b *BAR) Write32(off uint64, v uint32) error {
 	if r, ok := b.region(off); ok && r.Block.Write32(off-r.Base, v) {
-		return
+		return nil
+	}
+	if m, ok := b.memoryAt(off); ok {
+		return b.writeMemory(m, off, v)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if v == 0 {
 		delete(b.plain, off) // a sparse file: zero is the default
-		return
+		return nil
 	}
-	if _, ok := b.plain[off]; ok || len(b.plain) < maxPlain {
-		b.plain[off] = v
-	}
+	b.plain[off] = v
+	return nil
 }

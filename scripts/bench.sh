@@ -19,6 +19,9 @@ go test ./fs -run '^$' -bench '^BenchmarkIoctl$' -benchtime 20000x -count "$coun
 go test ./fs -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime 20000x -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^(BenchmarkCopy|BenchmarkMappedMemcpy)$' -count "$count" | tee -a "$raw"
 go test ./fs -run '^$' -bench '^BenchmarkDMABandwidth$' -count "$count" | tee -a "$raw"
+# One NeuronCore's Q7 microcode install over BAR_WRITE, one address per
+# word as the runtime writes it, next to process_vm_readv of its arrays.
+go test ./fs -run '^$' -bench '^BenchmarkBARWriteUcode$' -count "$count" | tee -a "$raw"
 # Collectives: a 64 MiB-per-device ring all-reduce over 16 devices, and a
 # client's store into a mapped semaphore window until it takes effect.
 go test ./fs -run '^$' -bench '^BenchmarkRingAllReduce$' -benchtime 3x -count "$count" | tee -a "$raw"
@@ -56,6 +59,7 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Copy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:MappedMemcpy' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:DMABandwidth' "$raw"; echo
+	"$benchstat" -col /impl -filter '.name:BARWriteUcode' "$raw"; echo
 	"$benchstat" -filter '.name:(RingAllReduce OR MappedSemaphoreStore)' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:Transports' "$raw"; echo
 	"$benchstat" -col /transport -filter '.name:(Doorbell OR ExecDoorbell)' "$raw"; echo
