@@ -32,10 +32,19 @@ type BAR struct {
 	memory  []Backed // sorted by base, disjoint; under the regions
 
 	mu lockrank.Mutex[lockrank.Registers]
-	// plain holds the non-zero words nothing models or backs, without a
-	// cap: a word written is never dropped (Plain names them).
+	// plain holds the non-zero words nothing models or backs. A word
+	// written is never dropped silently (Plain names them); past
+	// MaxPlainWords a new word is refused, since each costs the daemon's
+	// heap and no memory limit admits it.
 	plain map[uint64]uint32
 }
+
+// MaxPlainWords bounds the plain words one BAR keeps (about 40 MiB of
+// heap at most). The runtime's documented bring-up leaves a few thousand
+// once the TPB windows are memory; a client writing distinct unmodelled
+// addresses gets ErrRefused (the driver's caller sees ENOMEM) past it,
+// an emulator's limit the hardware does not have.
+const MaxPlainWords = 1 << 20
 
 // NewBAR builds a BAR of size bytes with the given blocks over the given
 // memory; any other word is a plain register that keeps what is written.
@@ -92,7 +101,8 @@ func (b *BAR) Read32(off uint64) uint32 {
 }
 
 // Write32 writes the register at off (which must be inside the BAR).
-// Only a write to memory can fail: its backing refused it (ErrRefused).
+// A write fails (ErrRefused) only when its memory's backing refused it
+// or a new plain word would pass MaxPlainWords.
 func (b *BAR) Write32(off uint64, v uint32) error {
 	if r, ok := b.region(off); ok && r.Block.Write32(off-r.Base, v) {
 		return nil
@@ -105,6 +115,9 @@ func (b *BAR) Write32(off uint64, v uint32) error {
 	if v == 0 {
 		delete(b.plain, off) // a sparse file: zero is the default
 		return nil
+	}
+	if _, ok := b.plain[off]; !ok && len(b.plain) >= MaxPlainWords {
+		return fmt.Errorf("%w: %d plain registers kept already, %#x is one more", ErrRefused, len(b.plain), off)
 	}
 	b.plain[off] = v
 	return nil

@@ -99,3 +99,33 @@ func TestBARMemoryUnderBlocks(t *testing.T) {
 		t.Fatalf("%d plain words after memory writes", words)
 	}
 }
+
+// Plain words are bounded: past MaxPlainWords a new word is refused, not
+// dropped, while words already kept still change and zero still clears.
+func TestBARPlainWordsBounded(t *testing.T) {
+	bar, err := NewBAR(1<<32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(MaxPlainWords) {
+		if err := bar.Write32(4*i, 1); err != nil {
+			t.Fatalf("word %d: %v", i, err)
+		}
+	}
+	over := uint64(4 * MaxPlainWords)
+	if err := bar.Write32(over, 7); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a word past the bound: %v, want ErrRefused", err)
+	}
+	if got := bar.Read32(over); got != 0 {
+		t.Fatalf("the refused word reads %#x", got)
+	}
+	if err := bar.Write32(8, 9); err != nil || bar.Read32(8) != 9 {
+		t.Fatalf("a kept word no longer changes: %v", err)
+	}
+	if err := bar.Write32(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := bar.Write32(over, 7); err != nil || bar.Read32(over) != 7 {
+		t.Fatalf("a word after one was cleared: %v", err)
+	}
+}
