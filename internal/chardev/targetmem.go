@@ -35,10 +35,13 @@ func readPath(pid uint32, addr uint64, buf []byte) ([]byte, error) {
 	return nil, unix.ENAMETOOLONG
 }
 
+// readMem reads the target's memory at addr into p: the bytes read, 0
+// on a failure (the call's -1 never reaches a slice bound).
 func readMem(pid uint32, addr uint64, p []byte) (int, error) {
 	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
-	return unix.ProcessVMReadv(int(pid), local, remote, 0)
+	n, err := unix.ProcessVMReadv(int(pid), local, remote, 0)
+	return max(n, 0), err
 }
 
 func readStruct[T any](pid uint32, addr uint64, v *T) error {
