@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 	"github.com/neuronfs/neuronfs/internal/testenv"
 )
@@ -79,14 +78,7 @@ func TestCIExampleScript(t *testing.T) {
 	}
 	cmd.Env = append(env, "PATH="+filepath.Dir(goBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"GOPROXY=off", "GOFLAGS=-mod=readonly")
-	var buf strings.Builder
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.GuardProcess(t, cmd.Process.Pid)
-	err = cmd.Wait()
-	out := buf.String()
+	out, err := guardedOutput(t, cmd)
 	if err != nil {
 		t.Fatalf("scripts/ci-example.sh on a fresh clone: %v\n%s", err, out)
 	}

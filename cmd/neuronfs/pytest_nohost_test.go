@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/hostview"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 )
@@ -34,14 +33,7 @@ func runPytest(t *testing.T, env []string, args ...string) (string, error) {
 		}
 	}
 	cmd.Env = append(append(base, "PYTHONDONTWRITEBYTECODE=1", "NEURONFS_BIN="+os.Args[0], "NEURONFS_AS_MAIN=1"), env...)
-	var buf strings.Builder
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.GuardProcess(t, cmd.Process.Pid)
-	err = cmd.Wait()
-	return buf.String(), err
+	return guardedOutput(t, cmd)
 }
 
 // From its own directory, pytest finds the plugin without -p or an

@@ -55,14 +55,7 @@ func TestPytestPlugin(t *testing.T) {
 	}
 	cmd.Env = append(env, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1",
 		"NEURONFS_BIN="+os.Args[0], "NEURONFS_AS_MAIN=1")
-	var buf strings.Builder
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.GuardProcess(t, cmd.Process.Pid)
-	err = cmd.Wait()
-	out := buf.String()
+	out, err := guardedOutput(t, cmd)
 	if err != nil {
 		t.Fatalf("pytest: %v\n%s", err, out)
 	}
@@ -71,4 +64,19 @@ func TestPytestPlugin(t *testing.T) {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}
 	}
+}
+
+// guardedOutput runs cmd, registered with the binary's exit guard so a
+// killed test leaves it behind no more than a mount, and returns its
+// combined output.
+func guardedOutput(t *testing.T, cmd *exec.Cmd) (string, error) {
+	t.Helper()
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.GuardProcess(t, cmd.Process.Pid)
+	err := cmd.Wait()
+	return buf.String(), err
 }
