@@ -3,10 +3,10 @@ package chip
 import (
 	"encoding/binary"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/mmio"
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/mmio"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // firmwareAPIVersion is what the emulated firmware reports at misc-RAM 0:

@@ -6,11 +6,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/exectrace"
+	"github.com/neuronfs/neuronfs/chip/mmio"
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/mmio"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // MaxCores is the most cores a chip has (the driver's MAX_NC_PER_DEVICE).

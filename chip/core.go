@@ -6,10 +6,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // Core is one NeuronCore of the chip: its semaphore and event area, its

@@ -3,8 +3,8 @@ package chip
 import (
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/seq"
-	"github.com/neuronfs/neuronfs/dma"
 )
 
 // coreLink is the chip as its cores reach it (coreChip): the memory, the

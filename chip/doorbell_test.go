@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // A chip stands alone: an increment of a core's semaphore rings its

@@ -3,10 +3,10 @@ package chip
 import (
 	"sync/atomic"
 
+	"github.com/neuronfs/neuronfs/chip/mmio"
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/mmio"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // An engine's start registers in BAR0 (docs/isa.md, "Starting an engine

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // imageDriver holds one allocation, [imageBase, imageBase+imageSize) of

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/neuronfs/neuronfs/mmio"
+	"github.com/neuronfs/neuronfs/chip/mmio"
 )
 
 // The firmware's half of power utilisation: it turns the chip's activity

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/seq"
-	"github.com/neuronfs/neuronfs/dma"
 )
 
 // Delivered exec requests. For each execution the runtime appends to its

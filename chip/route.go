@@ -3,8 +3,8 @@ package chip
 import (
 	"encoding/binary"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
 )
 
 // The address decoder of a chip's engines beyond its own memory: the

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // Staged programs. A doorbell that finds a delivered exec request

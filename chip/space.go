@@ -6,10 +6,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/chip/nq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
-	"github.com/neuronfs/neuronfs/nq"
 )
 
 // The chip's DMA address space and its engines.

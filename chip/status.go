@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/seq"
-	"github.com/neuronfs/neuronfs/dma"
 )
 
 // Hang is a core whose staged program cannot go on by itself: every

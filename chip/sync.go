@@ -3,9 +3,9 @@ package chip
 import (
 	"fmt"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
 )
 
 // What a core's sequencers see of the device: its memory, where they

@@ -3,9 +3,9 @@ package chip
 import (
 	"testing"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
 )
 
 // withoutSemArea makes core nc's semaphore area unreachable, as when its

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // BAR access, metrics and power commands, over the device's BAR0 register

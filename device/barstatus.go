@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/neuronfs/neuronfs/mmio"
+	"github.com/neuronfs/neuronfs/chip/mmio"
 )
 
 // barPagesShown bounds the pages of unmodelled BAR0 words CoresFile

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"syscall"
 
-	"github.com/neuronfs/neuronfs/mmio"
+	"github.com/neuronfs/neuronfs/chip/mmio"
 )
 
 // barScratch is one BAR_READ/BAR_WRITE's address and data arrays.

@@ -2,8 +2,8 @@ package device
 
 import (
 	"github.com/neuronfs/neuronfs/chip"
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // chipHost is what a device's chip reaches of the driver (chip.Driver):

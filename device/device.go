@@ -9,9 +9,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/chip"
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // State is the driver's device_state, as the sysfs reset file prints it.

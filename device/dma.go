@@ -5,9 +5,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 

@@ -5,10 +5,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // Faults the emulator injects on demand, each surfacing where the driver

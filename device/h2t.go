@@ -3,9 +3,9 @@ package device
 import (
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/ioctl"
 )
 

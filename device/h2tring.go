@@ -6,9 +6,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/dma"
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 

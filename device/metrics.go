@@ -5,9 +5,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/device/mempool"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // The driver's sysfs metrics tree: per-core status and other_info

@@ -1,8 +1,8 @@
 package device
 
 import (
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/device/mempool"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // initMailbox sets up the driver's side of the firmware: the two mailbox

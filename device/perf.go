@@ -1,9 +1,9 @@
 package device
 
 import (
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // Driver 2.27.4.0's firmware features: throttling notifications and the

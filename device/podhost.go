@@ -1,8 +1,8 @@
 package device
 
 import (
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/dhal"
-	"github.com/neuronfs/neuronfs/mmio"
 	"github.com/neuronfs/neuronfs/pod"
 )
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/dhal"
 	"github.com/neuronfs/neuronfs/ioctl"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 // The reset engine: requests queue per device and one worker serves them

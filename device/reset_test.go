@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip/mmio"
 	"github.com/neuronfs/neuronfs/ioctl"
-	"github.com/neuronfs/neuronfs/mmio"
 )
 
 func newResetSystem(t *testing.T, latency time.Duration, fail bool) *System {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/dma"
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/runtime"
 )

@@ -441,7 +441,7 @@ func lockSummary(stacks []byte) string {
 		}
 		var frames []string
 		for _, l := range lines[1:] {
-			for _, pkg := range []string{"neuronfs/device.", "neuronfs/fs.", "neuronfs/mmio.", "neuronfs/dma."} {
+			for _, pkg := range []string{"neuronfs/device.", "neuronfs/fs.", "neuronfs/chip/mmio.", "neuronfs/chip/dma."} {
 				if i := strings.Index(l, pkg); i >= 0 && !strings.HasPrefix(l, "\t") {
 					name := l[i+len("neuronfs/"):]
 					if j := strings.LastIndex(name, "("); j > 0 {

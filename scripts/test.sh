@@ -102,7 +102,7 @@ done
 # when a loaded machine delays a worker. Each count is about what the
 # target ran in the duration it had before.
 go test ./device -run='^$' -fuzz='^FuzzIoctl$' -fuzztime="${NEURONFS_FUZZTIME:-30000x}"
-go test ./dma -run='^$' -fuzz='^FuzzExecute$' -fuzztime=20000x
+go test ./chip/dma -run='^$' -fuzz='^FuzzExecute$' -fuzztime=20000x
 go test ./trace -run='^$' -fuzz='^FuzzRead$' -fuzztime=400000x
 # A trace is untrusted input: replaying any that parses opens nothing but
 # the device nodes. The fault grammar is anyone's input under run.
@@ -110,7 +110,7 @@ go test ./trace/replay -run='^$' -fuzz='^FuzzReplay$' -fuzztime=100000x
 go test ./device -run='^$' -fuzz='^FuzzFaultSpec$' -fuzztime=50000x
 # Each input writes and reads a 16 MiB store: tens of inputs a second.
 go test ./chip/spacefs -run='^$' -fuzz='^FuzzStore$' -fuzztime=1000x
-go test ./mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=130000x
+go test ./chip/mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=130000x
 go test ./chip/seq -run='^$' -fuzz='^FuzzDecode$' -fuzztime=100000x
 go test ./chip/seq -run='^$' -fuzz='^FuzzRun$' -fuzztime=20000x
 go test ./chip -run='^$' -fuzz='^FuzzCSRWrite$' -fuzztime=20000x

@@ -18,8 +18,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/neuronfs/neuronfs/chip/dma"
 	"github.com/neuronfs/neuronfs/chip/seq"
-	"github.com/neuronfs/neuronfs/dma"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 

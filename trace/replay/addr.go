@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/ioctl"
 	"github.com/neuronfs/neuronfs/trace/abi"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 )
 
 func TestAddrMap(t *testing.T) {

@@ -1,6 +1,6 @@
 package dma
 
-import "github.com/neuronfs/neuronfs/dma/dmadesc"
+import "github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 
 // The engine worker. It streams each TX packet (descriptors up to one
 // marked LAST) into the RX descriptors in order: an RX descriptor

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/memtest"
 )
 

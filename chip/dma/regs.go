@@ -1,6 +1,6 @@
 package dma
 
-import "github.com/neuronfs/neuronfs/dma/dmadesc"
+import "github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 
 // The engine's register block as BAR0 shows it (offsets relative to the
 // block; the layout is the same on every architecture). Reads report the

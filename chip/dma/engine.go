@@ -4,7 +4,7 @@ import (
 	"context"
 	"syscall"
 
-	"github.com/neuronfs/neuronfs/dma/dmadesc"
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
