@@ -22,6 +22,9 @@ go test ./fs -run '^$' -bench '^BenchmarkDMABandwidth$' -count "$count" | tee -a
 # One NeuronCore's Q7 microcode install over BAR_WRITE, one address per
 # word as the runtime writes it, next to process_vm_readv of its arrays.
 go test ./fs -run '^$' -bench '^BenchmarkBARWriteUcode$' -count "$count" | tee -a "$raw"
+# The whole register-level bring-up of a trn2.48xlarge, once per count:
+# wall time, the daemon's RSS and heap, the device memory made resident.
+go test ./fs -run '^$' -bench '^BenchmarkBringupWholeHost$' -benchtime 1x -count 3 | tee -a "$raw"
 # Collectives: a 64 MiB-per-device ring all-reduce over 16 devices, and a
 # client's store into a mapped semaphore window until it takes effect.
 go test ./fs -run '^$' -bench '^BenchmarkRingAllReduce$' -benchtime 3x -count "$count" | tee -a "$raw"
