@@ -144,90 +144,119 @@ func (r *run) activate(rec *Record) (skipped string, stopped bool, err error) {
 	if err := a.valid(); err != nil {
 		return "", false, err
 	}
-	n := int(a.Channels)
 	var o [2]operand
-	ok, err := r.operands(n, mem, []Tensor4D{a.Src.t4(), a.Dst.t4()}, []Dtype{a.InDtype, a.OutDtype}, o[:])
+	ok, err := r.operands(int(a.Channels), mem, []Tensor4D{a.Src.t4(), a.Dst.t4()}, []Dtype{a.InDtype, a.OutDtype}, o[:])
 	if err == nil {
 		err = psumWrite(o[1], a.OutDtype)
 	}
 	if err != nil {
 		return "", false, err
 	}
-	var scale, bias, imm scalar
-	bsrc, _ := biasSrc(a.BiasSrcN)
-	for _, s := range []struct {
-		s   *scalar
-		src ImmSrc
-		v   uint32
-		d   Dtype
-	}{{&scale, a.ScaleSrc, a.Scale, DtypeFP32}, {&bias, bsrc, a.Bias, a.BiasDtype}, {&imm, a.ImmSrc, a.Imm, DtypeFP32}} {
-		if err := r.resolveScalarOf(s.s, s.src, s.v, s.d, n, mem); err != nil {
-			return "", false, err
-		}
+	sc, err := r.actScalars(&a, mem)
+	if err != nil {
+		return "", false, err
 	}
-	fn, known := actFuncs[a.Func]
-	in, out := &dtypes[a.InDtype], &dtypes[a.OutDtype]
-	switch {
-	case !ok:
+	if !ok {
 		return "indirect address", false, nil
-	case !known:
-		return fmt.Sprintf("activation function %#x", a.Func), false, nil
-	case in.load == nil:
-		return a.InDtype.String(), false, nil
-	case out.store == nil:
-		return a.OutDtype.String(), false, nil
-	case a.AccumCmd == AccLoad:
-		return "LoadAccumulate", false, nil
+	}
+	if why := a.notEmulated(); why != "" {
+		return why, false, nil
 	}
 	if r.act == nil {
 		r.act = new(actState)
 	}
-	f := fn.f
-	var sc, bi, al float32
-	last := -1
-	var sum float32
-	lane := o[0].pl.p0 // the accumulators are per partition: the source's (guessed)
-	accumulate := a.AccumCmd == AccAccumulate || a.AccumCmd == AccZeroAccumulate
-	flush := func() {
-		if last < 0 {
-			return
-		}
-		switch a.AccumCmd {
-		case AccZero:
-			r.act.acc[lane+last] = 0
-		case AccZeroAccumulate:
-			r.act.acc[lane+last] = sum
-		case AccAccumulate:
-			r.act.acc[lane+last] += sum
-		}
+	return r.computeAct(&a, o, sc, mem)
+}
+
+// actScalars are an ACTIVATE record's scale, bias and imm (alpha).
+type actScalars struct{ scale, bias, imm scalar }
+
+// actScalars resolves the three scalars from their sources: the scale and
+// imm read fp32, the bias its own dtype (59857490485).
+func (r *run) actScalars(a *Activate, mem OnChip) (s actScalars, err error) {
+	bsrc, _ := biasSrc(a.BiasSrcN)
+	n := int(a.Channels)
+	if err = r.resolveScalarOf(&s.scale, a.ScaleSrc, a.Scale, DtypeFP32, n, mem); err != nil {
+		return s, err
 	}
+	if err = r.resolveScalarOf(&s.bias, bsrc, a.Bias, a.BiasDtype, n, mem); err != nil {
+		return s, err
+	}
+	err = r.resolveScalarOf(&s.imm, a.ImmSrc, a.Imm, DtypeFP32, n, mem)
+	return s, err
+}
+
+// notEmulated says why a valid record is only counted; "" if it runs.
+func (a *Activate) notEmulated() string {
+	switch {
+	case actFuncs[a.Func].f == nil:
+		return fmt.Sprintf("activation function %#x", a.Func)
+	case dtypes[a.InDtype].load == nil:
+		return a.InDtype.String()
+	case dtypes[a.OutDtype].store == nil:
+		return a.OutDtype.String()
+	case a.AccumCmd == AccLoad:
+		return "LoadAccumulate"
+	}
+	return ""
+}
+
+// computeAct applies f(scale·x + bias) element by element and keeps the
+// per-partition sums the accumulator command asks for.
+func (r *run) computeAct(a *Activate, o [2]operand, s actScalars, mem OnChip) (skipped string, stopped bool, err error) {
+	f := actFuncs[a.Func].f
+	in, out := &dtypes[a.InDtype], &dtypes[a.OutDtype]
+	acc := accumulator{st: r.act, cmd: a.AccumCmd, lane: o[0].pl.p0, last: -1} // per partition: the source's (guessed)
+	var sc, bi, al float32
 	var serr error
-	stopped, err = r.zip(n, mem, &o[1], &o[0], nil, func(p int, d, x, _ []byte) {
-		if p != last {
-			flush()
-			last, sum = p, 0
+	stopped, err = r.zip(int(a.Channels), mem, &o[1], &o[0], nil, func(p int, d, x, _ []byte) {
+		if p != acc.last {
+			acc.flush()
+			acc.last, acc.sum = p, 0
 			var e1, e2, e3 error
-			sc, e1 = scale.at(mem, p)
-			bi, e2 = bias.at(mem, p)
-			al, e3 = imm.at(mem, p)
+			sc, e1 = s.scale.at(mem, p)
+			bi, e2 = s.bias.at(mem, p)
+			al, e3 = s.imm.at(mem, p)
 			if serr == nil {
 				serr = firstErr(e1, e2, e3)
 			}
 		}
 		z := float32(sc*in.load(x)) + bi // two roundings: no fused multiply-add
 		y := float32(f(float64(z), float64(al)))
-		if accumulate {
-			sum += y
-		}
+		acc.sum += y
 		out.store(d, y)
 	})
 	if err == nil && !stopped {
-		flush()
+		acc.flush()
 	}
 	if err == nil {
 		err = serr
 	}
 	return "", stopped, err
+}
+
+// accumulator folds one partition's outputs into its ACT accumulator
+// when the record moves on to the next partition.
+type accumulator struct {
+	st   *actState
+	cmd  uint8
+	lane int
+	last int // the partition being summed, -1 before the first
+	sum  float32
+}
+
+func (a *accumulator) flush() {
+	if a.last < 0 {
+		return
+	}
+	switch i := a.lane + a.last; a.cmd {
+	case AccZero:
+		a.st.acc[i] = 0
+	case AccZeroAccumulate:
+		a.st.acc[i] = a.sum
+	case AccAccumulate:
+		a.st.acc[i] += a.sum
+	}
 }
 
 func firstErr(errs ...error) error {

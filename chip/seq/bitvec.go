@@ -14,6 +14,12 @@ const (
 	aluLSR ALUOp = 0x11
 )
 
+// bitvecNames name the bitvec ops in traces and errors.
+var bitvecNames = map[ALUOp]string{
+	aluNot: "bitwise_not", aluASL: "arith_shift_left", aluASR: "arith_shift_right", aluAnd: "bitwise_and",
+	aluOr: "bitwise_or", aluXor: "bitwise_xor", aluLSL: "logical_shift_left", aluLSR: "logical_shift_right", aluCRC32: "crc32",
+}
+
 func bitvecValid(op ALUOp) bool {
 	switch op {
 	case ALUBypass, aluNot, aluASL, aluASR, aluAnd, aluOr, aluXor, aluLSL, aluLSR:

@@ -447,20 +447,23 @@ type computeRecord func(r *run, rec *Record) (skipped string, stopped bool, err 
 // opcodes are ClassCompute in the opcode table (a test keeps the two in
 // step). Every other real opcode is counted, not emulated.
 var computeOps = map[Opcode]computeRecord{
-	OpTensorScalar:       (*run).tensorScalar,
-	OpTensorTensor:       (*run).tensorTensor,
-	OpTensorTensorBitvec: (*run).tensorTensor,
-	OpCopy:               (*run).move,
-	OpCast:               (*run).move,
-	OpReciprocal:         (*run).move,
-	OpTensorReduce:       (*run).tensorReduce,
-	OpMemset:             (*run).memset,
-	OpIota:               (*run).iota,
-	OpLdWeights:          (*run).ldWeights,
-	OpMatmul:             (*run).matmul,
-	OpActivate:           (*run).activate,
-	OpActReadAccumulator: (*run).readAccumulator,
-	OpActTableLoad:       func(*run, *Record) (string, bool, error) { return "", false, nil },
+	OpTensorScalar:          (*run).tensorScalar,
+	OpTensorScalarBitvec:    (*run).tensorScalar,
+	OpTensorScalarPtr:       (*run).tensorScalar,
+	OpTensorScalarPtrBitvec: (*run).tensorScalar,
+	OpTensorTensor:          (*run).tensorTensor,
+	OpTensorTensorBitvec:    (*run).tensorTensor,
+	OpCopy:                  (*run).move,
+	OpCast:                  (*run).move,
+	OpReciprocal:            (*run).move,
+	OpTensorReduce:          (*run).tensorReduce,
+	OpMemset:                (*run).memset,
+	OpIota:                  (*run).iota,
+	OpLdWeights:             (*run).ldWeights,
+	OpMatmul:                (*run).matmul,
+	OpActivate:              (*run).activate,
+	OpActReadAccumulator:    (*run).readAccumulator,
+	OpActTableLoad:          func(*run, *Record) (string, bool, error) { return "", false, nil },
 }
 
 // errStopped is how a record that checks for the end of the run midway

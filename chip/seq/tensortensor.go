@@ -72,13 +72,13 @@ func signedInt(d Dtype) bool {
 }
 
 // valid applies the validators' rules for opcode op.
-func (tt *TensorTensor) valid(op Opcode) error {
+func (tt *TensorTensor) valid(op Opcode, g Generation) error {
 	bitvec := op == OpTensorTensorBitvec
 	if err := validDtypes(tt.Channels, tt.OutDtype, true, tt.In0, tt.In1); err != nil {
 		return err
 	}
 	switch {
-	case bitvec && !bitvecValid(tt.Op), !bitvec && !ttArithValid(tt.Op):
+	case bitvec && !bitvecValid(tt.Op), !bitvec && !ttArithValid(tt.Op), g < GenV4 && v4Op(tt.Op):
 		return fmt.Errorf("%w: op %v for %v", ErrOperand, tt.Op.tsName(), op)
 	case bitvec && (!integer(tt.OutDtype) || tt.In0 != tt.OutDtype || tt.In1 != tt.OutDtype):
 		return fmt.Errorf("%w: bitvec dtypes %v, %v -> %v", ErrOperand, tt.In0, tt.In1, tt.OutDtype)
@@ -115,7 +115,7 @@ func (r *run) tensorTensor(rec *Record) (skipped string, stopped bool, err error
 	if mem == nil {
 		return "no on-chip memory", false, nil
 	}
-	if err := tt.valid(op); err != nil {
+	if err := tt.valid(op, r.generation()); err != nil {
 		return "", false, err
 	}
 	n := int(tt.Channels)

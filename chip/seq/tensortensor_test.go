@@ -22,9 +22,11 @@ func TestTensorTensorArith(t *testing.T) {
 		{ALUMult, func(x, y float64) float64 { return x * y }},
 		{ALUMax, math.Max},
 		{ALUMin, math.Min},
-		{0x13, func(x, y float64) float64 { return b2f64(x > y) }},    // IS_GT
-		{0x12, func(x, y float64) float64 { return b2f64(x == y) }},   // IS_EQ
-		{0x17, func(x, y float64) float64 { return math.Abs(x - y) }}, // ABS_DIFF
+		{0x13, func(x, y float64) float64 { return b2f64(x > y) }},            // IS_GT
+		{0x12, func(x, y float64) float64 { return b2f64(x == y) }},           // IS_EQ
+		{0x17, func(x, y float64) float64 { return math.Abs(x - y) }},         // ABS_DIFF
+		{0x0E, func(x, y float64) float64 { return b2f64(x != 0 || y != 0) }}, // LOGICAL_OR
+		{0x19, func(x, _ float64) float64 { return math.Abs(x) }},             // ABS: src1 unused (G-TS1)
 	}
 	for _, tc := range cases {
 		c := newCore(t)
@@ -136,6 +138,7 @@ func TestTensorTensorValidation(t *testing.T) {
 			*op, tt.Op, tt.In0, tt.In1, tt.OutDtype = OpTensorTensorBitvec, aluOr, DtypeInt32, DtypeInt16, DtypeInt32
 		},
 		"bf16 into PSUM": func(tt *TensorTensor, _ *Opcode) { tt.OutDtype, tt.Dst.Start = DtypeBF16, Addr(PSUM, 0, 0) },
+		"abs_max on V3":  func(tt *TensorTensor, _ *Opcode) { tt.Op = 0x20 },
 	}
 	for name, mod := range bad {
 		c := newCore(t)
@@ -150,7 +153,7 @@ func TestTensorTensorValidation(t *testing.T) {
 			t.Errorf("%s: %+v", name, n)
 		}
 	}
-	for name, op := range map[string]ALUOp{"pow": aluPow, "add_int": 0xC4, "logical_and": 0x0D} {
+	for name, op := range map[string]ALUOp{"pow": aluPow, "add_int": 0xC4, "mod": aluMod} {
 		c := newCore(t)
 		tt := base
 		tt.Op = op

@@ -94,7 +94,8 @@ func b2f(b bool) float32 {
 
 // tsOps are the ALU ops is_general_arith_op accepts (59818285506 §6b);
 // any other op stops the engine. RSQRT is valid only alone with zero
-// immediates (tsValid).
+// immediates (valid). The one-operand ops (abs, rsqrt, relu, square)
+// ignore their second operand (guessed, docs/isa.md G-TS1).
 var tsOps = map[ALUOp]tsOp{
 	ALUBypass: {"bypass", func(a, _ float32) float32 { return a }},
 	ALUAdd:    {"add", func(a, b float32) float32 { return a + b }},
@@ -102,23 +103,30 @@ var tsOps = map[ALUOp]tsOp{
 	ALUMult:   {"mult", func(a, b float32) float32 { return a * b }},
 	ALUMax:    {"max", func(a, b float32) float32 { return max(a, b) }},
 	ALUMin:    {"min", func(a, b float32) float32 { return min(a, b) }},
-	0x0D:      {name: "logical_and"},
-	0x0E:      {name: "logical_or"},
-	0x0F:      {name: "logical_xor"},
+	0x0D:      {"logical_and", func(a, b float32) float32 { return b2f(a != 0 && b != 0) }},
+	0x0E:      {"logical_or", func(a, b float32) float32 { return b2f(a != 0 || b != 0) }},
+	0x0F:      {"logical_xor", func(a, b float32) float32 { return b2f((a != 0) != (b != 0)) }},
 	0x12:      {"is_eq", func(a, b float32) float32 { return b2f(a == b) }},
 	0x13:      {"is_gt", func(a, b float32) float32 { return b2f(a > b) }},
 	0x14:      {"is_ge", func(a, b float32) float32 { return b2f(a >= b) }},
 	0x15:      {"is_le", func(a, b float32) float32 { return b2f(a <= b) }},
 	0x16:      {"is_lt", func(a, b float32) float32 { return b2f(a < b) }},
-	0x17:      {"abs_diff", func(a, b float32) float32 { return float32(math.Abs(float64(a - b))) }},
+	0x17:      {"abs_diff", func(a, b float32) float32 { return abs32(a - b) }},
 	0x18:      {"is_ne", func(a, b float32) float32 { return b2f(a != b) }},
-	0x19:      {name: "abs"},
-	aluRsqrt:  {name: "rsqrt"},
-	0x20:      {name: "abs_max"},
-	0x21:      {name: "abs_min"},
-	0x22:      {name: "relu"},
-	0x23:      {name: "square"},
+	0x19:      {"abs", func(a, _ float32) float32 { return abs32(a) }},
+	aluRsqrt:  {"rsqrt", func(a, _ float32) float32 { return float32(1 / math.Sqrt(float64(a))) }},
+	0x20:      {"abs_max", func(a, b float32) float32 { return max(abs32(a), abs32(b)) }},
+	0x21:      {"abs_min", func(a, b float32) float32 { return min(abs32(a), abs32(b)) }},
+	0x22:      {"relu", func(a, _ float32) float32 { return max(a, 0) }},
+	0x23:      {"square", func(a, _ float32) float32 { return a * a }},
 }
+
+// abs32 clears the sign bit: exact, NaN payloads kept.
+func abs32(a float32) float32 { return math.Float32frombits(math.Float32bits(a) &^ (1 << 31)) }
+
+// v4Ops are the ALU ops only the MARIANA (V4) enum has (59818285506 §6a):
+// an earlier generation's validators reject them.
+func v4Op(op ALUOp) bool { return op >= 0x20 && op <= 0x23 }
 
 const aluRsqrt ALUOp = 0x1D
 
@@ -126,20 +134,21 @@ func (op ALUOp) tsName() string {
 	if o, ok := tsOps[op]; ok {
 		return o.name
 	}
+	if n, ok := bitvecNames[op]; ok {
+		return n
+	}
 	return fmt.Sprintf("op%#02x", uint8(op))
 }
 
-// valid applies the validators' field rules (59818285506 §4b, §6b);
-// the operands' placement is checked as they are resolved.
-func (ts *TensorScalar) valid() error {
+// valid applies the validators' field rules (59818285506 §4b, §6b, §8)
+// for form f on generation g; the operands' placement is checked as
+// they are resolved.
+func (ts *TensorScalar) valid(f tsForm, g Generation) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrOperand}, a...)...)
 	}
 	_, inOK := ts.InDtype.info()
 	_, outOK := ts.OutDtype.info()
-	_, op0OK := tsOps[ts.Op0]
-	_, op1OK := tsOps[ts.Op1]
-	rsqrt := ts.Op0 == aluRsqrt && ts.Op1 == ALUBypass && ts.Imm0 == 0 && ts.Imm1 == 0 && ts.Imm0Src == 0 && ts.Imm1Src == 0
 	switch {
 	case ts.AccumCmd != 0 || ts.Reserved != [3]byte{}:
 		return bad("accumulator_cmd %d, reserved % x", ts.AccumCmd, ts.Reserved)
@@ -149,21 +158,37 @@ func (ts *TensorScalar) valid() error {
 		return bad("%d active channels", ts.Channels)
 	case ts.Imm0Src > ImmRegPtr || ts.Imm1Src > ImmRegPtr || ts.Reverse > RevBoth:
 		return bad("imm sources %d, %d, reverse %d", ts.Imm0Src, ts.Imm1Src, ts.Reverse)
-	case !op0OK || !op1OK || (ts.Op0 == aluRsqrt || ts.Op1 == aluRsqrt) && !rsqrt:
-		return bad("ops %v, %v", ts.Op0.tsName(), ts.Op1.tsName())
+	case f.ptr && (ts.Imm0Src != 0 || ts.Imm1Src != 0):
+		return bad("pointer form with imm sources %d, %d", ts.Imm0Src, ts.Imm1Src)
 	case ts.Op0 == ALUBypass && ts.Op1 != ALUBypass:
 		return bad("op1 %v after a bypassed op0", ts.Op1.tsName())
 	case ts.Src.elems() != ts.Dst.elems():
 		return bad("%d source elements, %d destination elements", ts.Src.elems(), ts.Dst.elems())
 	}
+	if f.bitvec {
+		return ts.validBitvec(f, bad)
+	}
+	_, op0OK := tsOps[ts.Op0]
+	_, op1OK := tsOps[ts.Op1]
+	rsqrt := ts.Op0 == aluRsqrt && ts.Op1 == ALUBypass && ts.Imm0 == 0 && ts.Imm1 == 0 && ts.Imm0Src == 0 && ts.Imm1Src == 0 && !f.ptr
+	switch {
+	case !op0OK || !op1OK || (ts.Op0 == aluRsqrt || ts.Op1 == aluRsqrt) && !rsqrt:
+		return bad("ops %v, %v", ts.Op0.tsName(), ts.Op1.tsName())
+	case g < GenV4 && (v4Op(ts.Op0) || v4Op(ts.Op1)):
+		return bad("op %v, %v on generation %d", ts.Op0.tsName(), ts.Op1.tsName(), g)
+	}
 	return nil
 }
 
 // notEmulated says why a valid record is only counted; "" if it runs.
-func (ts *TensorScalar) notEmulated() string {
+func (ts *TensorScalar) notEmulated(f tsForm) string {
 	in, _ := ts.InDtype.info()
 	out, _ := ts.OutDtype.info()
 	switch {
+	case f.bitvec && (ts.Op0 == aluCRC32 || ts.Op1 == aluCRC32):
+		return "crc32"
+	case f.bitvec:
+		return ""
 	case in.load == nil:
 		return ts.InDtype.String()
 	case out.store == nil:
@@ -195,8 +220,9 @@ const checkEvery = 1 << 16
 // record was only counted ("" if it ran), and whether the run was stopped
 // in the middle of it.
 func (r *run) tensorScalar(rec *Record) (skipped string, stopped bool, err error) {
+	f := tsForms[rec.Opcode()]
 	ts := rec.TensorScalar()
-	if err := ts.valid(); err != nil {
+	if err := ts.valid(f, r.generation()); err != nil {
 		return "", false, err
 	}
 	mem := r.cfg.OnChip
@@ -204,46 +230,58 @@ func (r *run) tensorScalar(rec *Record) (skipped string, stopped bool, err error
 		return "no on-chip memory", false, nil
 	}
 	n := int(ts.Channels)
-	src, ok1, err := r.placeTensor(ts.Src.t4(), ts.InDtype, n, mem)
+	var o [2]operand
+	ok, err := r.operands(n, mem, []Tensor4D{ts.Src.t4(), ts.Dst.t4()}, []Dtype{ts.InDtype, ts.OutDtype}, o[:])
+	if err == nil {
+		err = psumWrite(o[1], ts.OutDtype)
+	}
 	if err != nil {
 		return "", false, err
 	}
-	dst, ok2, err := r.placeTensor(ts.Dst.t4(), ts.OutDtype, n, mem)
-	if err != nil {
+	var s [2]scalar
+	if err := r.tsScalars(&ts, f, n, mem, &s); err != nil {
 		return "", false, err
 	}
-	if dst.g == PSUM && dst.size != 4 {
-		return "", false, fmt.Errorf("%w: a %v write to PSUM", ErrOperand, ts.OutDtype)
-	}
-	var s0, s1 scalar
-	for i, s := range []*scalar{&s0, &s1} {
-		src, v := ts.Imm0Src, ts.Imm0
-		if i == 1 {
-			src, v = ts.Imm1Src, ts.Imm1
-		}
-		if err := r.resolveScalar(s, src, v, n, mem); err != nil {
-			return "", false, err
-		}
-	}
-	if !ok1 || !ok2 {
+	if !ok {
 		return "indirect address", false, nil
 	}
-	if why := ts.notEmulated(); why != "" {
+	if why := ts.notEmulated(f); why != "" {
 		return why, false, nil
 	}
-	stopped, err = r.computeTS(&ts, src, dst, s0, s1, mem)
+	if f.bitvec {
+		stopped, err = r.computeTSBits(&ts, o, s, mem)
+	} else {
+		stopped, err = r.computeTS(&ts, o[0].pl, o[1].pl, s[0], s[1], mem)
+	}
 	return "", stopped, err
+}
+
+// tsScalars resolves the two scalars: the pointer forms read both
+// through pointers; an arithmetic pointer reads fp32, a bitvec one an
+// element of the input dtype (59818285506 §8).
+func (r *run) tsScalars(ts *TensorScalar, f tsForm, n int, mem OnChip, s *[2]scalar) error {
+	d := DtypeFP32
+	if f.bitvec {
+		d = ts.InDtype
+	}
+	srcs, vals := [2]ImmSrc{ts.Imm0Src, ts.Imm1Src}, [2]uint32{ts.Imm0, ts.Imm1}
+	for i := range s {
+		if f.ptr {
+			srcs[i] = ImmPtr
+		}
+		if err := r.resolveScalarOf(&s[i], srcs[i], vals[i], d, n, mem); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scalar is one of a record's two scalars: inline, or per partition.
 type scalar struct {
 	v   float32
+	raw uint32 // the inline value's bits, a bitvec operand
 	ptr *place // per partition: the element at ptr's offset of partition p0+p
 	d   Dtype  // the pointed-to element's dtype; 0: fp32
-}
-
-func (r *run) resolveScalar(s *scalar, src ImmSrc, v uint32, n int, mem OnChip) error {
-	return r.resolveScalarOf(s, src, v, DtypeFP32, n, mem)
 }
 
 // resolveScalarOf resolves a scalar whose pointer form reads dtype d (an
@@ -252,7 +290,7 @@ func (r *run) resolveScalarOf(s *scalar, src ImmSrc, v uint32, d Dtype, n int, m
 	s.d = d
 	switch src {
 	case ImmInline:
-		s.v = math.Float32frombits(v)
+		s.v, s.raw = math.Float32frombits(v), v
 		return nil
 	case ImmRegPtr:
 		if v>>8 != 0 || v >= numAddrRegisters {
