@@ -103,6 +103,7 @@ var named = []struct {
 	{OpTensorScalarPtrBitvec, "TENSOR_SCALAR_PTR_BITVEC", ClassCompute},
 	{OpPool, "POOL", ClassNotEmulated},
 	{OpTensorReduce, "TENSOR_REDUCE_ARITH", ClassCompute},
+	{OpTensorReduceBitvec, "TENSOR_REDUCE_BITVEC", ClassCompute},
 	{OpCopy, "COPY", ClassCompute},
 	{OpCast, "CAST", ClassCompute},
 	{OpReciprocal, "RECIPROCAL", ClassCompute},

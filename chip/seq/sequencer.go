@@ -457,6 +457,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpCast:                  (*run).move,
 	OpReciprocal:            (*run).move,
 	OpTensorReduce:          (*run).tensorReduce,
+	OpTensorReduceBitvec:    (*run).tensorReduce,
 	OpMemset:                (*run).memset,
 	OpIota:                  (*run).iota,
 	OpLdWeights:             (*run).ldWeights,
