@@ -113,6 +113,8 @@ var named = []struct {
 	{OpGather, "GATHER", ClassNotEmulated},
 	{OpStreamTranspose, "STREAM_TRANSPOSE", ClassNotEmulated},
 	{OpIota, "IOTA", ClassCompute},
+	{OpCopyPredicated, "COPY_PREDICATED", ClassCompute},
+	{OpCastPredicated, "CAST_PREDICATED", ClassCompute},
 	{OpDropout, "DROPOUT", ClassNotEmulated},
 	{OpJPEGDecode, "JPEG_DECODE", ClassNotEmulated},
 	{OpCtrlES, "CTRL_ES", ClassControl},

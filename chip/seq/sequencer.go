@@ -458,6 +458,8 @@ var computeOps = map[Opcode]computeRecord{
 	OpReciprocal:            (*run).move,
 	OpTensorReduce:          (*run).tensorReduce,
 	OpTensorReduceBitvec:    (*run).tensorReduce,
+	OpCopyPredicated:        (*run).predicated,
+	OpCastPredicated:        (*run).predicated,
 	OpMemset:                (*run).memset,
 	OpIota:                  (*run).iota,
 	OpLdWeights:             (*run).ldWeights,
