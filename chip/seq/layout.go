@@ -132,6 +132,26 @@ const (
 	offRDTail     = 0x23 // 9 reserved bytes
 	offRDDst      = 0x2C // TENSOR1D
 
+	// SCALAR_TENSOR_TENSOR, TENSOR_TENSOR_SCAN (S2S2D2_STT).
+	offSTTSrc0     = 0x0C // TENSOR2D
+	offSTTSrc1     = 0x18 // TENSOR2D
+	offSTTOp0      = 0x24
+	offSTTOp1      = 0x25
+	offSTTReverse  = 0x26
+	offSTTImmSrc   = 0x27
+	offSTTDtypes   = 0x28 // src0 low nibble, src1 high nibble
+	offSTTOutDtype = 0x29
+	offSTTChannels = 0x2A
+	offSTTImmDtype = 0x2B
+	offSTTAccum    = 0x2C
+	offSTTReserved = 0x2D // 3 bytes
+	offSTTDst      = 0x30 // TENSOR2D
+	offSTTImm0     = 0x3C // 4 bytes
+
+	// Inside a TENSOR2D.
+	offT2Step = 0x04 // int16[2], elements
+	offT2Num  = 0x08 // uint16[2]
+
 	// Inside a TENSOR3D.
 	offT3Step = 0x04 // int16[3], elements
 	offT3Num  = 0x0A // uint16[3]
@@ -258,6 +278,23 @@ var Layout = []Field{
 	{"READ_ACC", "num_active_channels", offRDChannels, 1, "59857490485", true},
 	{"READ_ACC", "reserved1", offRDTail, 9, "59857490485", true},
 	{"READ_ACC", "dst_mem_pattern", offRDDst, 8, "59857490485", false},
+	{"STT", "src0_mem_pattern", offSTTSrc0, 12, "59693623482", true},
+	{"STT", "src1_mem_pattern", offSTTSrc1, 12, "59693623482", true},
+	{"STT", "op0", offSTTOp0, 1, "59693623482", true},
+	{"STT", "op1", offSTTOp1, 1, "59693623482", true},
+	{"STT", "reverse_operands", offSTTReverse, 1, "59693623482", true},
+	{"STT", "imm0_src", offSTTImmSrc, 1, "59693623482", true},
+	{"STT", "in0_in1_dtype", offSTTDtypes, 1, "59693623482", true},
+	{"STT", "out_dtype", offSTTOutDtype, 1, "59693623482", true},
+	{"STT", "num_active_channels", offSTTChannels, 1, "59693623482", true},
+	{"STT", "imm0_dtype", offSTTImmDtype, 1, "59693623482", true},
+	{"STT", "accumulator_cmd", offSTTAccum, 1, "59693623482", true},
+	{"STT", "reserved", offSTTReserved, 3, "59693623482", true},
+	{"STT", "dst_mem_pattern", offSTTDst, 12, "59693623482", true},
+	{"STT", "imm0", offSTTImm0, 4, "59693623482", true},
+	{"TENSOR2D", "start_addr", 0, 4, "59693623482", true},
+	{"TENSOR2D", "step_elem", offT2Step, 4, "59693623482", true},
+	{"TENSOR2D", "num_elem", offT2Num, 4, "59693623482", true},
 	{"TENSOR3D", "start_addr", 0, 4, "59660760063", true},
 	{"TENSOR3D", "step_elem", offT3Step, 6, "59660760063", true},
 	{"TENSOR3D", "num_elem", offT3Num, 6, "59660760063", true},
