@@ -87,6 +87,14 @@ func FuzzRun(f *testing.F) {
 		{NewMemset(Memset{Count: 4, Dtype: DtypeFP32, Channels: 1, Dst: seq4(0, 4)}), NewIota(Iota{Num: [4]uint16{4, 1, 1, 1}, OutDtype: DtypeInt32, Channels: 2, Dst: seq4(0, 4)})},
 		{NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 2), InDtype: DtypeBF16, Rows: 2, Cols: 2, RowGrp: 1, ColGrp: 1}),
 			NewMatmul(GenV3, Matmul{Src: contiguous(0x40, 4), InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 1, ColGrp: 1, Dst: contiguous(0x2000000, 4)})},
+		{withOp(NewTensorScalar(TensorScalar{Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeUint16, OutDtype: DtypeUint16, Channels: 2, Op0: aluXor, Imm0: 0xFF}), OpTensorScalarBitvec),
+			withOp(NewTensorScalar(TensorScalar{Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeInt32, OutDtype: DtypeInt32, Channels: 2, Op0: aluLSL, Op1: aluASR, Imm0: 0x80, Imm1: 0x84}), OpTensorScalarPtrBitvec)},
+		{NewS4D4(OpTensorReduceBitvec, S4D4{InDtype: DtypeInt8, OutDtype: DtypeInt8, Channels: 3, Op: aluOr, OpDim: SubdimX, Src: seq4(0, 8), Dst: seq4(0x100, 1)}),
+			NewTensorTensor(OpCastPredicated, TensorTensor{In0: DtypeUint8, In1: DtypeFP32, OutDtype: DtypeBF16, Channels: 2, Src0: contiguous(0, 4), Src1: contiguous(0x40, 4), Dst: contiguous(0x80, 4)})},
+		{NewSTT(OpSTTArith, STT{Src0: Tensor2D{Start: 0, Step: [2]int16{1, 2}, Num: [2]uint16{2, 2}}, Src1: Tensor2D{Start: 0x40, Num: [2]uint16{4, 1}}, Dst: Tensor2D{Start: 0x80, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}},
+			Op0: ALUMult, Op1: ALUAdd, In0: DtypeFP32, In1: DtypeBF16, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 2, Imm0: FP32(2)}),
+			NewSTT(OpTensorTensorScan, STT{Src0: Tensor2D{Start: 0, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}}, Src1: Tensor2D{Start: 0x40, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}}, Dst: Tensor2D{Start: 0xC0, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}},
+				Op0: ALUMult, Op1: ALUAdd, In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 2, Imm0Src: ImmPtr, Imm0: 0x100})},
 		{NewActivate(Activate{BiasSrcN: 0, Bias: 0x100, Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeFP32, BiasDtype: DtypeBF16, OutDtype: DtypeFP32, Channels: 2, Func: 0x05, AccumCmd: AccAccumulate})},
 	} {
 		f.Add(Assemble(0, append(recs, halt())...).Data, Assemble(0, NewRecord(OpActTableLoad), halt()).Data)
@@ -124,3 +132,6 @@ func FuzzRun(f *testing.F) {
 }
 
 func nop() *Record { return NewRecord(OpNop) }
+
+// withOp gives r opcode op: the forms that share another's builder.
+func withOp(r *Record, op Opcode) *Record { r[offOpcode] = byte(op); return r }
