@@ -175,3 +175,34 @@ func TestReadAccumulator(t *testing.T) {
 		}
 	}
 }
+
+// The scale through a register pointer (scale_src 2), alpha through a
+// pointer (imm_src 1), the bias inline (bias_src_n 1): prelu on two
+// partitions, each with its own scale and alpha. One fp32 multiply, one
+// add, then prelu in float64 rounded once: tolerance 0 against that.
+func TestActivateScalarSources(t *testing.T) {
+	c := newCore(t)
+	xs := []float32{-2, -0.5, 1, 3}
+	for p := range 2 {
+		c.put32s(SBUF, 30+p, 0, fp32s(xs...)...)
+		c.put32s(SBUF, 30+p, 0x40, FP32(float32(p+1)))       // scale: 1, 2
+		c.put32s(SBUF, 30+p, 0x80, FP32(0.125*float32(p+1))) // alpha: 0.125, 0.25
+	}
+	a := Activate{ScaleSrc: ImmRegPtr, ImmSrc: ImmPtr, BiasSrcN: 1, Src: contiguous(Addr(SBUF, 30, 0), 4), Dst: contiguous(Addr(SBUF, 30, 0x100), 4),
+		InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 2, Func: 0x04,
+		Scale: 7, Bias: FP32(0.5), Imm: Addr(SBUF, 30, 0x80)}
+	setReg := NewALUImm(ALUAdd, 7, 7, Addr(SBUF, 30, 0x40))
+	if r := c.run1(ACT, setReg, NewActivate(a)); r.State != Halted || c.seqs[ACT].Counts().NotEmulated != 0 {
+		t.Fatalf("%+v", r)
+	}
+	for p := range 2 {
+		sc, alpha := float32(p+1), 0.125*float64(p+1)
+		for i, g := range c.get32s(SBUF, 30+p, 0x100, 4) {
+			z := float64(float32(sc*xs[i]) + 0.5)
+			want := float32(math.Max(z, 0) + alpha*math.Min(z, 0))
+			if math.Float32frombits(g) != want {
+				t.Errorf("partition %d [%d] = %v, want %v", p, i, math.Float32frombits(g), want)
+			}
+		}
+	}
+}
