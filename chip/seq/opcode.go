@@ -94,7 +94,7 @@ var named = []struct {
 	{OpActReadAccumulator, "ACTIVATION_READ_ACCUMULATOR", ClassCompute},
 	{OpActTableLoad, "ACTIVATION_TABLE_LOAD", ClassCompute},
 	{OpActivate2, "ACTIVATE2", ClassNotEmulated},
-	{OpExponential, "EXPONENTIAL", ClassNotEmulated},
+	{OpExponential, "EXPONENTIAL", ClassCompute},
 	{OpTensorTensor, "TENSOR_TENSOR_ARITH", ClassCompute},
 	{OpTensorTensorBitvec, "TENSOR_TENSOR_BITVEC", ClassCompute},
 	{OpTensorScalar, "TENSOR_SCALAR_ARITH", ClassCompute},

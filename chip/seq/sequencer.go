@@ -463,6 +463,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpSTTArith:              (*run).stt,
 	OpSTTBitvec:             (*run).stt,
 	OpTensorTensorScan:      (*run).stt,
+	OpExponential:           (*run).exponential,
 	OpMemset:                (*run).memset,
 	OpIota:                  (*run).iota,
 	OpLdWeights:             (*run).ldWeights,
