@@ -123,6 +123,18 @@ const (
 	offACImm      = 0x2C // 4 bytes
 	offACDst      = 0x30 // TENSOR3D
 
+	// ACTIVATE_QUANTIZE (S3D3_AQ).
+	offAQQuantScale   = 0x0C // fp32
+	offAQSrc          = 0x10 // TENSOR3D
+	offAQDtypes       = 0x20 // input low nibble, bias high nibble
+	offAQOutDtype     = 0x21
+	offAQChannels     = 0x22
+	offAQFunc         = 0x23
+	offAQDequantScale = 0x24 // fp32
+	offAQBias         = 0x28 // ISA address
+	offAQQuantZero    = 0x2C // fp32
+	offAQDst          = 0x30 // TENSOR3D
+
 	// ACTIVATION_READ_ACCUMULATOR (D1_RD).
 	offRDReserved = 0x0C // 16 bytes
 	offRDCount    = 0x1C // u32
@@ -271,6 +283,16 @@ var Layout = []Field{
 	{"ACTIVATE", "bias", offACBias, 4, "59857490485", true},
 	{"ACTIVATE", "imm", offACImm, 4, "59857490485", true},
 	{"ACTIVATE", "dst_mem_pattern", offACDst, 16, "59857490485", true},
+	{"ACT_QUANT", "quant_scale_value", offAQQuantScale, 4, "59857490485", true},
+	{"ACT_QUANT", "src_mem_pattern", offAQSrc, 16, "59857490485", true},
+	{"ACT_QUANT", "in_bias_dtype", offAQDtypes, 1, "59857490485", true},
+	{"ACT_QUANT", "out_dtype", offAQOutDtype, 1, "59857490485", true},
+	{"ACT_QUANT", "num_active_channels", offAQChannels, 1, "59857490485", true},
+	{"ACT_QUANT", "activation_func", offAQFunc, 1, "59857490485", true},
+	{"ACT_QUANT", "dequant_scale_value", offAQDequantScale, 4, "59857490485", true},
+	{"ACT_QUANT", "bias_addr", offAQBias, 4, "59857490485", true},
+	{"ACT_QUANT", "quant_zero_value", offAQQuantZero, 4, "59857490485", true},
+	{"ACT_QUANT", "dst_mem_pattern", offAQDst, 16, "59857490485", true},
 	{"READ_ACC", "reserved", offRDReserved, 16, "59857490485", true},
 	{"READ_ACC", "dst_element_count", offRDCount, 4, "59857490485", true},
 	{"READ_ACC", "dtype", offRDDtype, 1, "59857490485", true},

@@ -90,7 +90,7 @@ var named = []struct {
 	{OpMatmulSparse, "MATMUL_SPARSE", ClassNotEmulated},
 	{OpMatmulMX, "MATMUL_MX", ClassNotEmulated},
 	{OpActivate, "ACTIVATE", ClassCompute},
-	{OpActivateQuantize, "ACTIVATE_QUANTIZE", ClassNotEmulated},
+	{OpActivateQuantize, "ACTIVATE_QUANTIZE", ClassCompute},
 	{OpActReadAccumulator, "ACTIVATION_READ_ACCUMULATOR", ClassCompute},
 	{OpActTableLoad, "ACTIVATION_TABLE_LOAD", ClassCompute},
 	{OpActivate2, "ACTIVATE2", ClassNotEmulated},

@@ -464,6 +464,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpSTTBitvec:             (*run).stt,
 	OpTensorTensorScan:      (*run).stt,
 	OpExponential:           (*run).exponential,
+	OpActivateQuantize:      (*run).activateQuantize,
 	OpMemset:                (*run).memset,
 	OpIota:                  (*run).iota,
 	OpLdWeights:             (*run).ldWeights,
