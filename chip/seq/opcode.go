@@ -111,7 +111,7 @@ var named = []struct {
 	{OpRNG, "RNG", ClassNotEmulated},
 	{OpBatchNormStats, "BATCH_NORM_STATS", ClassNotEmulated},
 	{OpGather, "GATHER", ClassNotEmulated},
-	{OpStreamTranspose, "STREAM_TRANSPOSE", ClassNotEmulated},
+	{OpStreamTranspose, "STREAM_TRANSPOSE", ClassCompute},
 	{OpIota, "IOTA", ClassCompute},
 	{OpCopyPredicated, "COPY_PREDICATED", ClassCompute},
 	{OpCastPredicated, "CAST_PREDICATED", ClassCompute},

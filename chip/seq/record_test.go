@@ -95,6 +95,10 @@ func FuzzRun(f *testing.F) {
 			Op0: ALUMult, Op1: ALUAdd, In0: DtypeFP32, In1: DtypeBF16, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 2, Imm0: FP32(2)}),
 			NewSTT(OpTensorTensorScan, STT{Src0: Tensor2D{Start: 0, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}}, Src1: Tensor2D{Start: 0x40, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}}, Dst: Tensor2D{Start: 0xC0, Step: [2]int16{1, 0}, Num: [2]uint16{4, 1}},
 				Op0: ALUMult, Op1: ALUAdd, In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 2, Imm0Src: ImmPtr, Imm0: 0x100})},
+		{withOp(NewTensorScalar(TensorScalar{Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeBF16, OutDtype: DtypeFP32, Channels: 2, Imm0: FP32(1)}), OpExponential),
+			NewActivateQuantize(ActivateQuantize{QuantScale: FP32(2), DequantScale: FP32(0.5), Src: contiguous(0, 4), Dst: contiguous(0x40, 4),
+				InDtype: DtypeFP32, BiasDtype: DtypeFP16, OutDtype: DtypeUint8, Channels: 3, Func: 0x06, BiasAddr: 0x80}),
+			NewS4D4(OpStreamTranspose, S4D4{InDtype: DtypeBF16, OutDtype: DtypeBF16, Channels: 32, Src: seq4(0x100, 32), Dst: seq4(0x200, 32)})},
 		{NewActivate(Activate{BiasSrcN: 0, Bias: 0x100, Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeFP32, BiasDtype: DtypeBF16, OutDtype: DtypeFP32, Channels: 2, Func: 0x05, AccumCmd: AccAccumulate})},
 	} {
 		f.Add(Assemble(0, append(recs, halt())...).Data, Assemble(0, NewRecord(OpActTableLoad), halt()).Data)

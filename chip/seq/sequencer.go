@@ -465,6 +465,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpTensorTensorScan:      (*run).stt,
 	OpExponential:           (*run).exponential,
 	OpActivateQuantize:      (*run).activateQuantize,
+	OpStreamTranspose:       (*run).streamTranspose,
 	OpMemset:                (*run).memset,
 	OpIota:                  (*run).iota,
 	OpLdWeights:             (*run).ldWeights,
