@@ -2,10 +2,10 @@
 // engine (PE, ACT, POOL, DVE, SP) per core walks that engine's image of
 // 64-byte records, honours each record's wait predicate and update on the
 // core's semaphores and events, follows branches, performs CSR writes and
-// emits notifications. It follows the control and synchronisation part of
-// a program only: records whose arithmetic no source documents (MATMUL,
-// ACTIVATE, most POOL/DVE ops) keep their events tuple, so ordering stays
-// exact, and are counted instead of computed.
+// emits notifications. The compute records whose layout and effect the
+// sources give (computeOps) run on the core's SBUF and PSUM; the others
+// keep their events tuple, so ordering stays exact, and are counted
+// instead of computed.
 //
 // The package knows nothing of the chip around it. A core hands each
 // sequencer its image (Memory), its semaphores and events (Sync), its CSR
