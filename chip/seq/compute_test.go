@@ -52,6 +52,30 @@ func TestComputeAllocsPerElement(t *testing.T) {
 			return []*Record{NewActivate(Activate{BiasSrcN: 1, Src: contiguous(0, n), Dst: contiguous(0x10000, n), InDtype: DtypeFP32, BiasDtype: DtypeFP32,
 				OutDtype: DtypeFP32, Channels: 4, Func: 0x05, AccumCmd: AccZeroAccumulate, Scale: FP32(1)})}
 		},
+		"ts_bitvec": func(n uint16) []*Record {
+			return []*Record{withOp(NewTensorScalar(TensorScalar{Src: contiguous(0, n), Dst: contiguous(0x10000, n), InDtype: DtypeInt32, OutDtype: DtypeInt32,
+				Channels: 4, Op0: aluXor, Op1: aluLSL, Imm0: 0xF0, Imm1: 2}), OpTensorScalarBitvec)}
+		},
+		"reduce_bitvec": func(n uint16) []*Record {
+			return []*Record{NewS4D4(OpTensorReduceBitvec, S4D4{InDtype: DtypeUint16, OutDtype: DtypeUint16, Channels: 4, Op: aluOr, OpDim: SubdimX, Src: seq4(0, n), Dst: seq4(0x10000, 1)})}
+		},
+		"cast_predicated": func(n uint16) []*Record {
+			return []*Record{NewTensorTensor(OpCastPredicated, TensorTensor{In0: DtypeUint8, In1: DtypeFP32, OutDtype: DtypeBF16, Channels: 4,
+				Src0: contiguous(0, n), Src1: contiguous(0x8000, n), Dst: contiguous(0x10000, n)})}
+		},
+		"stt_and_scan": func(n uint16) []*Record {
+			s := STT{Src0: Tensor2D{Step: [2]int16{1}, Num: [2]uint16{n, 1}}, Src1: Tensor2D{Start: 0x8000, Step: [2]int16{1}, Num: [2]uint16{n, 1}},
+				Dst: Tensor2D{Start: 0x10000, Step: [2]int16{1}, Num: [2]uint16{n, 1}}, Op0: ALUMult, Op1: ALUAdd,
+				In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 4, Imm0Src: ImmPtr, Imm0: 0x18000}
+			return []*Record{NewSTT(OpSTTArith, s), NewSTT(OpTensorTensorScan, s)}
+		},
+		"stream_transpose": func(n uint16) []*Record {
+			return []*Record{NewS4D4(OpStreamTranspose, S4D4{InDtype: DtypeBF16, OutDtype: DtypeBF16, Channels: 32, Src: seq4(0, 2*n), Dst: seq4(0x10000, 2*n)})}
+		},
+		"activate_quantize": func(n uint16) []*Record {
+			return []*Record{NewActivateQuantize(ActivateQuantize{QuantScale: FP32(2), DequantScale: FP32(1), Src: contiguous(0, n), Dst: contiguous(0x10000, n),
+				InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeUint8, Channels: 4, Func: 0x05, BiasAddr: 0x18000})}
+		},
 		"matmul": func(n uint16) []*Record {
 			return []*Record{
 				NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 4), InDtype: DtypeBF16, Rows: 4, Cols: 4, RowGrp: 15, ColGrp: 15}),
@@ -80,14 +104,23 @@ func TestComputeAllocsPerElement(t *testing.T) {
 func TestComputeStoppable(t *testing.T) {
 	huge3 := Tensor3D{Start: 0, Num: [3]uint16{65535, 65535, 65535}}
 	huge4 := Tensor4D{Start: 0, Num: [4]uint16{65535, 65535, 65535, 65535}}
+	huge2 := Tensor2D{Start: 0, Num: [2]uint16{65535, 65535}}
 	records := map[string][]*Record{
 		"tensor_tensor": {NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, Op: ALUAdd, Channels: 128, Src0: huge3, Src1: huge3, Dst: huge3})},
 		"copy":          {NewS4D4(OpCopy, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Src: huge4, Dst: huge4})},
 		"reduce":        {NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op: ALUAdd, OpDim: SubdimXYZW, Src: huge4, Dst: seq4(0, 1)})},
 		"reduce of ones": {NewS4D4(OpTensorReduce, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op: ALUAdd, OpDim: SubdimX,
 			Src: Tensor4D{Num: [4]uint16{1, 65535, 65535, 65535}}, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 65535, 1}}})},
-		"memset":   {NewMemset(Memset{Count: 65535 * 65535, Dtype: DtypeFP32, Channels: 128, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 1, 1}}})},
-		"activate": {NewActivate(Activate{BiasSrcN: 1, Src: huge3, Dst: huge3, InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Func: 0x07})},
+		"memset":          {NewMemset(Memset{Count: 65535 * 65535, Dtype: DtypeFP32, Channels: 128, Dst: Tensor4D{Num: [4]uint16{65535, 65535, 1, 1}}})},
+		"activate":        {NewActivate(Activate{BiasSrcN: 1, Src: huge3, Dst: huge3, InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128, Func: 0x07})},
+		"ts_bitvec":       {withOp(NewTensorScalar(TensorScalar{Src: huge3, Dst: huge3, InDtype: DtypeInt32, OutDtype: DtypeInt32, Channels: 128, Op0: aluXor}), OpTensorScalarBitvec)},
+		"cast_predicated": {NewTensorTensor(OpCastPredicated, TensorTensor{In0: DtypeInt8, In1: DtypeFP32, OutDtype: DtypeBF16, Channels: 128, Src0: huge3, Src1: huge3, Dst: huge3})},
+		"stt": {NewSTT(OpSTTArith, STT{Src0: huge2, Src1: huge2, Dst: huge2, Op0: ALUMult, Op1: ALUAdd,
+			In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 128})},
+		"stream_transpose": {NewS4D4(OpStreamTranspose, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 128,
+			Src: Tensor4D{Num: [4]uint16{65504, 65535, 65535, 65535}}, Dst: Tensor4D{Num: [4]uint16{65504, 65535, 65535, 65535}}})},
+		"activate_quantize": {NewActivateQuantize(ActivateQuantize{QuantScale: FP32(2), DequantScale: FP32(1), Src: huge3, Dst: huge3,
+			InDtype: DtypeFP32, BiasDtype: DtypeFP32, OutDtype: DtypeUint8, Channels: 128, Func: 0x05})},
 		"matmul": {NewLdWeights(GenV3, LdWeights{Src: contiguous(0, 128), InDtype: DtypeBF16, Rows: 128, Cols: 128, RowGrp: 15, ColGrp: 15}),
 			NewMatmul(GenV3, Matmul{Src: Tensor3D{Num: [3]uint16{4096, 65535, 65535}}, InDtype: DtypeBF16, Accum: AccumStart, RowGrp: 15, ColGrp: 15, Dst: Tensor3D{Start: Addr(PSUM, 0, 0), Step: [3]int16{1}, Num: [3]uint16{4096, 65535, 65535}}})},
 	}
