@@ -18,7 +18,7 @@ func (ts *TensorScalar) validExp() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: EXPONENTIAL: "+format, append([]any{ErrOperand}, a...)...)
 	}
-	if err := validDtypes(ts.Channels, ts.OutDtype, true, ts.InDtype); err != nil {
+	if err := validDtypes(ts.Channels, ts.OutDtype, false, ts.InDtype); err != nil {
 		return err
 	}
 	accOK := ts.AccumCmd == AccLoad ||

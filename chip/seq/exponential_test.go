@@ -52,6 +52,7 @@ func TestExponentialValidation(t *testing.T) {
 		"op0 add":          func(ts *TensorScalar) { ts.Op0 = ALUAdd },
 		"reverse":          func(ts *TensorScalar) { ts.Reverse = RevFirst },
 		"fp32r in":         func(ts *TensorScalar) { ts.InDtype = DtypeFP32R },
+		"u64 in":           func(ts *TensorScalar) { ts.InDtype = DtypeUint64 },
 		"zero accumulator": func(ts *TensorScalar) { ts.AccumCmd = AccZero },
 		"imm1 set":         func(ts *TensorScalar) { ts.Imm1 = 1 },
 		"counts":           func(ts *TensorScalar) { ts.Dst.Num[0] = 3 },

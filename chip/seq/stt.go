@@ -94,7 +94,7 @@ func (s *STT) valid(op Opcode, g Generation) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %v: "+format, append([]any{ErrOperand, op}, a...)...)
 	}
-	if err := validDtypes(s.Channels, s.OutDtype, true, s.In0, s.In1, s.ImmDtype); err != nil {
+	if err := validDtypes(s.Channels, s.OutDtype, false, s.In0, s.In1, s.ImmDtype); err != nil {
 		return err
 	}
 	bitvec := op == OpSTTBitvec

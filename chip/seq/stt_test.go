@@ -133,6 +133,7 @@ func TestSTTValidation(t *testing.T) {
 		}},
 		"scan accumulate": {OpTensorTensorScan, func(s *STT) { s.AccumCmd = AccAccumulate }},
 		"imm register 64": {OpSTTArith, func(s *STT) { s.Imm0Src, s.Imm0 = ImmRegPtr, 64 }},
+		"int64 src1":      {OpSTTArith, func(s *STT) { s.In1 = DtypeInt64 }},
 	}
 	for name, k := range bad {
 		s := base
