@@ -10,8 +10,10 @@ import (
 // ops are forced BYPASS and reverse NONE (the exp is the opcode's own);
 // that imm0 is subtracted is inferred from the simulator's exp(in − max)
 // (59891156191), G-EXP1. Only MARIANA (V4) and later wire it: on an
-// earlier core it is counted. The DVE accumulator it may feed is not
-// modelled: such a record is counted too.
+// earlier core it is counted. Accumulate and ZeroAccumulate also fold
+// each partition's outputs into the engine's accumulator, as ACTIVATE's
+// do (the simulator shares that step, 59891156191 §1), which
+// DVE_READ_ACCUMULATOR reads; LoadAccumulate is counted.
 
 // validExp is is_valid_exponential (59896205802 §4b-4c).
 func (ts *TensorScalar) validExp() error {
@@ -32,8 +34,19 @@ func (ts *TensorScalar) validExp() error {
 		return bad("accumulator_cmd %d with imm1 %#x from %d", ts.AccumCmd, ts.Imm1, ts.Imm1Src)
 	case ts.Src.elems() != ts.Dst.elems():
 		return bad("%d source elements, %d destination elements", ts.Src.elems(), ts.Dst.elems())
+	case ts.AccumCmd != AccIdle && !ts.expEven():
+		return bad("an odd inner count of packed %v with the accumulator", ts.InDtype)
 	}
 	return nil
+}
+
+// expEven is exp_x_even_or_unpacked (§4d): with the accumulator engaged,
+// a packed (16- or 8-bit) input walked at unit step needs an even inner
+// count. The companion rule on the upper dimensions is not given in
+// full and is not checked.
+func (ts *TensorScalar) expEven() bool {
+	unpacked := ts.InDtype == DtypeFP32 || ts.InDtype == DtypeInt32 || ts.InDtype == DtypeUint32
+	return unpacked || ts.Src.Step[0] != 1 || ts.Src.Num[0]%2 == 0
 }
 
 // exponential runs an EXPONENTIAL record.
@@ -65,18 +78,31 @@ func (r *run) exponential(rec *Record) (skipped string, stopped bool, err error)
 		return "", false, err
 	case !ok:
 		return "indirect address", false, nil
-	case ts.AccumCmd != AccIdle:
-		return "DVE accumulator", false, nil
+	case ts.AccumCmd == AccLoad:
+		return "LoadAccumulate", false, nil
 	case in == nil:
 		return ts.InDtype.String(), false, nil
 	case out == nil:
 		return ts.OutDtype.String(), false, nil
 	}
+	if r.act == nil {
+		r.act = new(actState)
+	}
+	acc := accumulator{st: r.act, cmd: ts.AccumCmd, lane: o[0].pl.p0, last: -1}
 	var serr error
 	k := perPartition(func(p int) (float32, error) { return s.at(mem, p) }, &serr)
 	stopped, err = r.zip(n, mem, &o[1], &o[0], nil, func(p int, d, x, _ []byte) {
-		out(d, float32(math.Exp(float64(in(x)-k(p)))))
+		if p != acc.last {
+			acc.flush()
+			acc.last, acc.sum = p, 0
+		}
+		y := float32(math.Exp(float64(in(x) - k(p))))
+		acc.sum += y
+		out(d, y)
 	})
+	if err == nil && !stopped {
+		acc.flush()
+	}
 	if err == nil {
 		err = serr
 	}

@@ -64,9 +64,57 @@ func TestExponentialValidation(t *testing.T) {
 		}
 	}
 	ts := base
-	ts.AccumCmd = AccZeroAccumulate
+	ts.AccumCmd = AccLoad
 	c = newCoreGen(t, GenV4)
 	if r := c.run1(DVE, withOp(NewTensorScalar(ts), OpExponential)); r.State != Halted || c.seqs[DVE].Counts().NotEmulated != 1 {
-		t.Errorf("accumulate: %+v", r)
+		t.Errorf("load accumulate: %+v", r)
+	}
+	ts = base
+	ts.InDtype, ts.AccumCmd, ts.Src.Num[0], ts.Dst.Num[0] = DtypeBF16, AccAccumulate, 3, 3
+	if r := newCoreGen(t, GenV4).run1(DVE, withOp(NewTensorScalar(ts), OpExponential)); r.State != Faulted || !errors.Is(r.Fault, ErrOperand) {
+		t.Errorf("odd packed count with the accumulator: %+v", r)
+	}
+}
+
+// The softmax denominator: EXPONENTIAL with ZeroAccumulate then
+// Accumulate leaves each partition's sum of exp(x − max) in the DVE
+// accumulator; DVE_READ_ACCUMULATOR writes it, negated on request. The
+// sum of n fp32 terms is within n·2⁻²⁴·Σ of the float64 reference.
+func TestExponentialAccumulate(t *testing.T) {
+	rows := [][]float32{{1, 2, 3, 4}, {-1, 0.5, 0, 2}}
+	c := newCoreGen(t, GenV4)
+	for p, row := range rows {
+		c.put32s(SBUF, p, 0, fp32s(row...)...)
+		c.put32s(SBUF, p, 0x40, FP32(4))
+	}
+	first := TensorScalar{Src: contiguous(0, 2), Dst: contiguous(0x100, 2), InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 2,
+		Imm0Src: ImmPtr, Imm0: 0x40, AccumCmd: AccZeroAccumulate}
+	second := first
+	second.Src.Start, second.Dst.Start, second.AccumCmd = 8, 0x108, AccAccumulate
+	read := func(neg uint8, at uint32) *Record {
+		r := NewReadAccumulator(ReadAccumulator{Count: 1, Dtype: DtypeFP32, Negated: neg, Channels: 2, Dst: Tensor1D{Start: at, Step: 1, Num: 1}})
+		return withOp(r, OpDveReadAccumulator)
+	}
+	if r := c.run1(DVE, withOp(NewTensorScalar(first), OpExponential), withOp(NewTensorScalar(second), OpExponential), read(0, 0x200), read(1, 0x204)); r.State != Halted || c.seqs[DVE].Counts().NotEmulated != 0 {
+		t.Fatalf("%+v", r)
+	}
+	for p, row := range rows {
+		var want float64
+		for _, x := range row {
+			want += math.Exp(float64(x) - 4)
+		}
+		got := c.get32s(SBUF, p, 0x200, 2)
+		tol := 4 * 0x1p-24 * want
+		if g := float64(math.Float32frombits(got[0])); math.Abs(g-want) > tol {
+			t.Errorf("partition %d sum %v, want %v ± %g", p, g, want, tol)
+		}
+		if math.Float32frombits(got[1]) != -math.Float32frombits(got[0]) {
+			t.Errorf("partition %d negated %v", p, math.Float32frombits(got[1]))
+		}
+	}
+	// ACT's read-back keeps negated 0.
+	bad := NewReadAccumulator(ReadAccumulator{Count: 1, Dtype: DtypeFP32, Negated: 1, Channels: 1, Dst: Tensor1D{Num: 1}})
+	if r := newCore(t).run1(ACT, bad); r.State != Faulted || !errors.Is(r.Fault, ErrOperand) {
+		t.Errorf("ACT negated: %+v", r)
 	}
 }

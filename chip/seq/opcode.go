@@ -93,6 +93,7 @@ var named = []struct {
 	{OpActivateQuantize, "ACTIVATE_QUANTIZE", ClassCompute},
 	{OpActReadAccumulator, "ACTIVATION_READ_ACCUMULATOR", ClassCompute},
 	{OpActTableLoad, "ACTIVATION_TABLE_LOAD", ClassCompute},
+	{OpDveReadAccumulator, "DVE_READ_ACCUMULATOR", ClassCompute},
 	{OpActivate2, "ACTIVATE2", ClassNotEmulated},
 	{OpExponential, "EXPONENTIAL", ClassCompute},
 	{OpTensorTensor, "TENSOR_TENSOR_ARITH", ClassCompute},

@@ -5,8 +5,14 @@ import "fmt"
 // ACTIVATION_READ_ACCUMULATOR (0x24), struct D1_RD (59857490485): each
 // of the record's partitions writes its ACT accumulator (G-ACT2) to the
 // one element of the destination pattern, converted from fp32.
+// DVE_READ_ACCUMULATOR (0x9B) is the same record on the DVE, whose
+// accumulator EXPONENTIAL feeds; there `negated` 1 flips the sign
+// (59663222213, 59857490485 §6.2).
 
-const OpActReadAccumulator Opcode = 0x24
+const (
+	OpActReadAccumulator Opcode = 0x24
+	OpDveReadAccumulator Opcode = 0x9B
+)
 
 // ReadAccumulator is a decoded D1_RD record.
 type ReadAccumulator struct {
@@ -57,7 +63,11 @@ func NewReadAccumulator(a ReadAccumulator) *Record {
 
 // valid applies the documented rules: one element, fp32/bf16/fp16 (or
 // FP32R) out, negated and the other bytes 0.
-func (a *ReadAccumulator) valid() error {
+func (a *ReadAccumulator) valid(op Opcode) error {
+	maxNeg := uint8(0)
+	if op == OpDveReadAccumulator {
+		maxNeg = 1
+	}
 	switch {
 	case a.Channels == 0 || a.Channels > Partitions:
 		return fmt.Errorf("%w: %d active channels", ErrOperand, a.Channels)
@@ -65,8 +75,8 @@ func (a *ReadAccumulator) valid() error {
 		return fmt.Errorf("%w: ACTIVATION_READ_ACCUMULATOR dtype %v", ErrOperand, a.Dtype)
 	case a.Count != 1 || a.Dst.Num != 1:
 		return fmt.Errorf("%w: ACTIVATION_READ_ACCUMULATOR of %d (%d) elements", ErrOperand, a.Count, a.Dst.Num)
-	case a.Negated != 0 || a.Reserved != [16]byte{} || a.Tail != [9]byte{}:
-		return fmt.Errorf("%w: ACTIVATION_READ_ACCUMULATOR negated %d, reserved bytes set", ErrOperand, a.Negated)
+	case a.Negated > maxNeg || a.Reserved != [16]byte{} || a.Tail != [9]byte{}:
+		return fmt.Errorf("%w: %v negated %d, reserved bytes set", ErrOperand, op, a.Negated)
 	}
 	return nil
 }
@@ -78,7 +88,7 @@ func (r *run) readAccumulator(rec *Record) (skipped string, stopped bool, err er
 	if mem == nil {
 		return "no on-chip memory", false, nil
 	}
-	if err := a.valid(); err != nil {
+	if err := a.valid(rec.Opcode()); err != nil {
 		return "", false, err
 	}
 	var o [1]operand
@@ -98,7 +108,10 @@ func (r *run) readAccumulator(rec *Record) (skipped string, stopped bool, err er
 	if r.act != nil {
 		acc = *r.act
 	}
-	store, lane := dtypes[a.Dtype].store, o[0].pl.p0
-	stopped, err = r.zip(int(a.Channels), mem, &o[0], nil, nil, func(p int, d, _, _ []byte) { store(d, acc.acc[lane+p]) })
+	store, lane, sign := dtypes[a.Dtype].store, o[0].pl.p0, float32(1)
+	if a.Negated == 1 {
+		sign = -1
+	}
+	stopped, err = r.zip(int(a.Channels), mem, &o[0], nil, nil, func(p int, d, _, _ []byte) { store(d, sign*acc.acc[lane+p]) })
 	return "", stopped, err
 }

@@ -466,6 +466,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpExponential:           (*run).exponential,
 	OpActivateQuantize:      (*run).activateQuantize,
 	OpStreamTranspose:       (*run).streamTranspose,
+	OpDveReadAccumulator:    (*run).readAccumulator,
 	OpMemset:                (*run).memset,
 	OpIota:                  (*run).iota,
 	OpLdWeights:             (*run).ldWeights,
