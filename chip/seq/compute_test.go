@@ -18,7 +18,7 @@ func TestComputeOpsClassified(t *testing.T) {
 }
 
 // Real opcodes of the header's roster whose layout is not read (0x82..0x9F:
-// AFFINE_SELECT, STT, ...) are counted as not emulated, not faulted.
+// AFFINE_SELECT, TS_SELECT, ...) are counted as not emulated, not faulted.
 func TestRosterOpcodesCounted(t *testing.T) {
 	for _, op := range []Opcode{0x82, 0x92, 0x93, 0x98, 0x9A, 0x9C, 0x9F} {
 		c := newCore(t)

@@ -147,8 +147,8 @@ var named = []struct {
 // unnamed value inside one is taken as a real opcode whose effect is not
 // emulated (a guess: about half of the 70 real opcodes are unnamed).
 // 0x82..0x9F are on the header's opcode roster (59654717735, 59661282351:
-// AFFINE_SELECT 0x92, STT 0x9D, ...): real records whose layouts are not
-// read here, so counted rather than faulted.
+// AFFINE_SELECT 0x92, TS_SELECT 0x98, ...): real records, counted rather
+// than faulted unless named above.
 var realRanges = [][2]Opcode{
 	{0x01, 0x0A}, {0x21, 0x30}, {0x41, 0x7F}, {0x81, 0x9F}, {0xA0, 0xBF}, {0xE0, 0xFE},
 }

@@ -99,6 +99,8 @@ func FuzzRun(f *testing.F) {
 			NewActivateQuantize(ActivateQuantize{QuantScale: FP32(2), DequantScale: FP32(0.5), Src: contiguous(0, 4), Dst: contiguous(0x40, 4),
 				InDtype: DtypeFP32, BiasDtype: DtypeFP16, OutDtype: DtypeUint8, Channels: 3, Func: 0x06, BiasAddr: 0x80}),
 			NewS4D4(OpStreamTranspose, S4D4{InDtype: DtypeBF16, OutDtype: DtypeBF16, Channels: 32, Src: seq4(0x100, 32), Dst: seq4(0x200, 32)})},
+		{withOp(NewTensorScalar(TensorScalar{Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 2, AccumCmd: AccZeroAccumulate}), OpExponential),
+			withOp(NewReadAccumulator(ReadAccumulator{Count: 1, Dtype: DtypeBF16, Negated: 1, Channels: 2, Dst: Tensor1D{Start: 0x80, Num: 1}}), OpDveReadAccumulator)},
 		{NewActivate(Activate{BiasSrcN: 0, Bias: 0x100, Src: contiguous(0, 4), Dst: contiguous(0x40, 4), InDtype: DtypeFP32, BiasDtype: DtypeBF16, OutDtype: DtypeFP32, Channels: 2, Func: 0x05, AccumCmd: AccAccumulate})},
 	} {
 		f.Add(Assemble(0, append(recs, halt())...).Data, Assemble(0, NewRecord(OpActTableLoad), halt()).Data)
