@@ -112,8 +112,9 @@ func FuzzRun(f *testing.F) {
 		defer cancel()
 		out := make(chan Result, 2)
 		var seqs [2]*Sequencer
+		gen := []Generation{GenV3, GenV2, GenV4}[len(b)%3] // the generation-keyed layouts and ops too
 		for e, data := range [][]byte{a, b} {
-			s := New(Config{Engine: Engine(e), Sync: &w, CSR: &csrLog{}, Notify: func(Notification) {}, YieldEvery: 256, OnChip: mem})
+			s := New(Config{Engine: Engine(e), Sync: &w, CSR: &csrLog{}, Notify: func(Notification) {}, YieldEvery: 256, OnChip: mem, Gen: gen})
 			seqs[e] = s
 			img := &Image{Base: 0x1000, Data: data}
 			go func() { out <- s.Run(ctx, ImageProgram(img)) }()
