@@ -124,8 +124,6 @@ func (s *STT) valid(op Opcode, g Generation) error {
 // notEmulated says why a valid record is only counted; "" if it runs.
 func (s *STT) notEmulated(op Opcode) string {
 	switch {
-	case s.AccumCmd != AccIdle:
-		return "DVE accumulator" // where its sums go is not given
 	case op == OpTensorTensorScan && s.Reverse != RevNone:
 		return "reversed scan"
 	case op == OpSTTBitvec:

@@ -146,7 +146,6 @@ func TestSTTValidation(t *testing.T) {
 		op Opcode
 		f  func(*STT)
 	}{
-		"accumulate":    {OpSTTArith, func(s *STT) { s.AccumCmd = AccAccumulate }},
 		"reversed scan": {OpTensorTensorScan, func(s *STT) { s.Reverse = RevFirst }},
 		"fp8":           {OpSTTArith, func(s *STT) { s.In1 = DtypeFP8E4 }},
 	}
@@ -156,6 +155,39 @@ func TestSTTValidation(t *testing.T) {
 		c := newCore(t)
 		if r := c.run1(DVE, NewSTT(k.op, s)); r.State != Halted || c.seqs[DVE].Counts().NotEmulated != 1 {
 			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
+
+// STT with ZeroAccumulate then Accumulate sums each partition's outputs
+// into the DVE accumulator and still writes them (G-DV6): a fused
+// multiply-add whose row sums DVE_READ_ACCUMULATOR reads. Sums of n
+// fp32 terms: within n·2⁻²⁴·Σ of the float64 reference.
+func TestSTTAccumulate(t *testing.T) {
+	a, b := []float32{1, 2, 3, 4}, []float32{0.5, -1, 2, 0.25}
+	c := newCore(t)
+	for p := range 2 {
+		c.put32s(SBUF, p, 0, fp32s(a...)...)
+		c.put32s(SBUF, p, 0x40, fp32s(b...)...)
+	}
+	s := STT{Src0: c2(0, 4), Src1: c2(0x40, 4), Dst: c2(0x80, 4), Op0: ALUMult, Op1: ALUAdd,
+		In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32, ImmDtype: DtypeFP32, Channels: 2, Imm0: FP32(3), AccumCmd: AccZeroAccumulate}
+	again := s
+	again.AccumCmd, again.Dst.Start = AccAccumulate, 0xC0
+	read := withOp(NewReadAccumulator(ReadAccumulator{Count: 1, Dtype: DtypeFP32, Channels: 2, Dst: Tensor1D{Start: 0x100, Num: 1}}), OpDveReadAccumulator)
+	if r := c.run1(DVE, NewSTT(OpSTTArith, s), NewSTT(OpSTTArith, again), read); r.State != Halted || c.seqs[DVE].Counts().NotEmulated != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var want float64
+	for i := range a {
+		want += 2 * (3*float64(a[i]) + float64(b[i]))
+	}
+	for p := range 2 {
+		if g := c.get32s(SBUF, p, 0xC0, 4); math.Float32frombits(g[1]) != 5 {
+			t.Errorf("partition %d output [1] = %v, want 5", p, math.Float32frombits(g[1]))
+		}
+		if g := float64(math.Float32frombits(c.get32s(SBUF, p, 0x100, 1)[0])); math.Abs(g-want) > 8*0x1p-24*want {
+			t.Errorf("partition %d sum %v, want %v", p, g, want)
 		}
 	}
 }

@@ -32,15 +32,23 @@ func (r *run) stt(rec *Record) (skipped string, stopped bool, err error) {
 	}
 	var serr error
 	var f func(p int, d, a, b []byte)
+	var acc *accumulator
 	switch op {
 	case OpSTTBitvec:
 		f = s.bitsElem(mem, sc, &serr)
 	case OpTensorTensorScan:
 		f = s.scanElem(mem, sc, &serr)
 	default:
-		f = s.arithElem(mem, sc, &serr)
+		if r.act == nil {
+			r.act = new(actState)
+		}
+		acc = &accumulator{st: r.act, cmd: s.AccumCmd, lane: o[0].pl.p0, last: -1}
+		f = s.arithElem(mem, sc, acc, &serr)
 	}
 	stopped, err = r.zip(n, mem, &o[2], &o[0], &o[1], f)
+	if acc != nil && err == nil && !stopped {
+		acc.flush()
+	}
 	if err == nil {
 		err = serr
 	}
@@ -90,11 +98,21 @@ func perPartition[T any](at func(p int) (T, error), serr *error) func(p int) T {
 	}
 }
 
-func (s *STT) arithElem(mem OnChip, sc scalar, serr *error) func(p int, d, a, b []byte) {
+// arithElem computes an element, writes it, and folds it into the DVE
+// accumulator per partition when the command asks (G-DV6).
+func (s *STT) arithElem(mem OnChip, sc scalar, acc *accumulator, serr *error) func(p int, d, a, b []byte) {
 	in0, in1, out := dtypes[s.In0].load, dtypes[s.In1].load, dtypes[s.OutDtype].store
 	k := perPartition(func(p int) (float32, error) { return sc.at(mem, p) }, serr)
 	f := s.stages()
-	return func(p int, d, a, b []byte) { out(d, f(in0(a), k(p), in1(b))) }
+	return func(p int, d, a, b []byte) {
+		if p != acc.last {
+			acc.flush()
+			acc.last, acc.sum = p, 0
+		}
+		y := f(in0(a), k(p), in1(b))
+		acc.sum += y
+		out(d, y)
+	}
 }
 
 // scanElem carries r along each partition: r = (src0 op0 r) op1 src1,
