@@ -1,6 +1,9 @@
 package seq
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // TENSOR_TENSOR_ARITH (0x41) and TENSOR_TENSOR_BITVEC (0x51), struct
 // S3S3D3_TT (59668120065, 59819273895): on each partition, element i of
@@ -59,6 +62,16 @@ const (
 	aluMod ALUOp = 0x1B
 )
 
+// ttOp is the arithmetic form's function for op: the tensor-scalar ops,
+// and POW (a^b, evaluated in float64 and rounded once; the POOL's
+// algorithm is not given, G-TT1). nil: valid but counted.
+func ttOp(op ALUOp) func(a, b float32) float32 {
+	if op == aluPow {
+		return func(a, b float32) float32 { return float32(math.Pow(float64(a), float64(b))) }
+	}
+	return tsOps[op].f
+}
+
 func integer(d Dtype) bool {
 	switch d {
 	case DtypeInt8, DtypeUint8, DtypeInt16, DtypeUint16, DtypeInt32, DtypeUint32, DtypeInt64, DtypeUint64:
@@ -101,7 +114,7 @@ func (tt *TensorTensor) notEmulated(op Opcode) string {
 	switch {
 	case dtypes[tt.OutDtype].store == nil:
 		return tt.OutDtype.String()
-	case tsOps[tt.Op].f == nil:
+	case ttOp(tt.Op) == nil:
 		return tt.Op.tsName() // POW, MOD, the integer band, the one-operand ops
 	}
 	return ""
@@ -141,7 +154,7 @@ func (r *run) tensorTensor(rec *Record) (skipped string, stopped bool, err error
 		return "", stopped, err
 	}
 	in0, in1, out := &dtypes[tt.In0], &dtypes[tt.In1], &dtypes[tt.OutDtype]
-	f := tsOps[tt.Op].f
+	f := ttOp(tt.Op)
 	stopped, err = r.zip(n, mem, &o[2], &o[0], &o[1], func(_ int, d, a, b []byte) {
 		out.store(d, f(in0.load(a), in1.load(b)))
 	})

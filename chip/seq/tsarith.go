@@ -137,6 +137,9 @@ func (op ALUOp) tsName() string {
 	if n, ok := bitvecNames[op]; ok {
 		return n
 	}
+	if op == aluPow {
+		return "pow"
+	}
 	return fmt.Sprintf("op%#02x", uint8(op))
 }
 
