@@ -1,13 +1,17 @@
 package fs_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
+	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/halffloat"
 	"github.com/neuronfs/neuronfs/runtime"
 )
@@ -296,5 +300,40 @@ func softmaxDMA(t *testing.T, inst string) {
 				t.Errorf("softmax[%d][%d] = %v, want %v", p, i, g, want)
 			}
 		}
+	}
+}
+
+// A MATMUL whose accumulate byte the validators reject (5) stops the PE
+// alone, at that record, with a TPB_ERROR SEQUENCER_FATAL record in the
+// core's ERROR queue; the ACT's program still halts, and nothing is
+// written to PSUM.
+func TestExecRejectedMatmulStopsEngine(t *testing.T) {
+	r := newComputeRig(t, "trn2.48xlarge")
+	lw := seq.NewLdWeights(r.gen, seq.LdWeights{Src: row(seq.Addr(seq.SBUF, 0, 0), 2), InDtype: seq.DtypeBF16, Rows: 2, Cols: 2, RowGrp: 1, ColGrp: 1})
+	bad := seq.NewMatmul(r.gen, seq.Matmul{Src: row(seq.Addr(seq.SBUF, 0, 0x100), 4), InDtype: seq.DtypeBF16, OutDtype: seq.DtypeFP32,
+		Accum: 5, RowGrp: 1, ColGrp: 1, Dst: row(seq.Addr(seq.PSUM, 0, 0), 4)})
+	var addrs [seq.NumEngines]uint64
+	pe := r.image(seq.NewWait(seq.WaitSemGE, inferenceStart, 1), lw, bad, seq.NewRecord(seq.OpHalt))
+	addrs[seq.PE] = pe
+	addrs[seq.ACT] = r.image(seq.NewWait(seq.WaitSemGE, inferenceStart, 1), seq.NewRecord(seq.OpHalt))
+	r.deliver(addrs)
+	if err := r.dev.Doorbell(progCore, inferenceStart, 1); err != nil {
+		t.Fatal(err)
+	}
+	rec := r.next(r.errQ)
+	if rec[3]&0x1f != 0x1f || rec[4] != seq.ErrorIDSequencerFatal || rec[5] != byte(seq.PE) {
+		t.Errorf("error record %x, want TPB_ERROR, SEQUENCER_FATAL, engine PE", rec)
+	}
+	testutil.WaitFor(t, "ACT halts", 20*time.Second, func() bool {
+		st := r.sys.Device(0).Chip().Core(progCore).EngineStatus()
+		return len(st) == 2 && st[1].State == seq.Halted
+	})
+	st := r.sys.Device(0).Chip().Core(progCore).EngineStatus()
+	if st[0].State != seq.Faulted || st[0].Fault.PC != pe+2*seq.RecordSize || !errors.Is(st[0].Fault, seq.ErrOperand) {
+		t.Errorf("PE %v, want faulted at %#x with an operand error", st[0], pe+2*seq.RecordSize)
+	}
+	b, err := r.sys.Device(0).Chip().Core(progCore).OnChip().Partition(seq.PSUM, 0, 0, 16, false)
+	if err == nil && !bytes.Equal(b, make([]byte, 16)) {
+		t.Errorf("PSUM written by the rejected MATMUL: % x", b)
 	}
 }

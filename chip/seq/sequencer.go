@@ -464,6 +464,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpActivate:           (*run).activate,
 	OpActReadAccumulator: (*run).readAccumulator,
 	OpActTableLoad:       func(*run, *Record) (string, bool, error) { return "", false, nil },
+	OpTensorLoad:         (*run).tensorLoad,
 }
 
 // errStopped is how a record that checks for the end of the run midway
