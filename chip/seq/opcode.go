@@ -40,7 +40,7 @@ const (
 	OpTensorLoad       Opcode = 0xAA // TENSOR_LOAD; the runtime's CSR read-back fence is one (tensorload.go)
 	OpTensorStore      Opcode = 0xAB
 	OpCSRRead                 = OpTensorLoad // the name this package gave 0xAA before the roster settled it
-	OpCtrlER           Opcode = 0xB0 // clear a semaphore range
+	OpCtrlER           Opcode = 0xB0         // clear a semaphore range
 	OpPollSem          Opcode = 0xB3
 	OpBranchHint       Opcode = 0xB5
 	OpDMAMemcpy        Opcode = 0xB8
