@@ -163,4 +163,13 @@ func TestNotEmulatedIsReported(t *testing.T) {
 	if !strings.Contains(string(out), want+"\n") {
 		t.Errorf("top lacks %q:\n%s", want, out)
 	}
+
+	cmd = exec.Command(os.Args[0], "ls", "--root", dir)
+	cmd.Env = append(os.Environ(), "NEURONFS_AS_MAIN=1")
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("ls: %v\n%s", err, out)
+	}
+	if want := "neuron0 " + want[2:]; !strings.Contains(string(out), want+"\n") {
+		t.Errorf("ls lacks %q:\n%s", want, out)
+	}
 }
