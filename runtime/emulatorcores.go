@@ -81,7 +81,7 @@ func parseNotEmulated(b []byte) []NotEmulatedCore {
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, " ") {
-			if n, _ := fmt.Sscanf(line, "neuron%d core %d:", &dev, &core); n != 2 {
+			if n, err := fmt.Sscanf(line, "neuron%d core %d:", &dev, &core); n != 2 || err != nil {
 				dev, core = -1, -1
 			}
 			continue

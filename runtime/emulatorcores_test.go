@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -53,4 +55,26 @@ neuron1 BAR0: 2 unmodelled words kept as plain registers, in 1 pages: 0x0(2)
 	if got := parseNotEmulated([]byte(file)); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
+}
+
+// Whatever the cores file holds, the parsers do not panic, and every core
+// they pick has its header line in the file.
+func FuzzParseCores(f *testing.F) {
+	f.Add([]byte("neuron1 core 1:\n  NOT EMULATED: 3 of 9 records were only counted\n    last on PE: X\n"))
+	f.Add([]byte("neuron0 core 1: blocked: every running engine waits\n  PE waits at 0x40 (NOP(0xa4)) for event 1 set (now 0); records=1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		has := func(dev, core int) bool {
+			return bytes.Contains(b, fmt.Appendf(nil, "neuron%d core %d:", dev, core))
+		}
+		for _, c := range parseNotEmulated(b) {
+			if !has(c.Device, c.Core) {
+				t.Fatalf("picked %+v, whose header is not in the file", c)
+			}
+		}
+		for _, c := range parseBlocked(b) {
+			if !has(c.Device, c.Core) {
+				t.Fatalf("picked %+v, whose header is not in the file", c)
+			}
+		}
+	})
 }
