@@ -11,7 +11,9 @@ import (
 // shows what each core's engines are doing with a staged program: where
 // each one is, what it waits for, and how many records it issued and how
 // many of those only had their events honoured (arithmetic that is not
-// emulated). A core whose every running engine waits, with no DMA of the
+// emulated), and under a core that only counted some records, a NOT
+// EMULATED line with each engine's latest such record, so nobody trusts
+// results the emulator did not compute. A core whose every running engine waits, with no DMA of the
 // core moving, is marked blocked (chip.Core.Blocked), the hang a device
 // can only time out on. Per device it also counts and places, by page,
 // the BAR0 words no block models and no memory backs (kept as plain
@@ -51,5 +53,18 @@ func writeCore(b *strings.Builder, dev string, nc int, engines []chip.EngineRepo
 		}
 		fmt.Fprintf(b, "  %v%s; records=%d not_emulated=%d waits=%d\n",
 			e.Status, by, e.Counts.Records, e.Counts.NotEmulated, e.Counts.Waits)
+	}
+	writeNotEmulated(b, computeOf(engines))
+}
+
+// writeNotEmulated warns under a core whose engines only counted some
+// records: their outputs hold what memory held before.
+func writeNotEmulated(b *strings.Builder, cs ComputeState) {
+	if cs.NotEmulated == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  NOT EMULATED: %d of %d records were only counted; their results were not computed\n", cs.NotEmulated, cs.Records)
+	for _, l := range cs.Last {
+		fmt.Fprintf(b, "    last on %s: %s(%s) at %s: %s\n", l.Engine, l.Name, l.Opcode, l.PC, l.Why)
 	}
 }

@@ -69,6 +69,9 @@ type CoreState struct {
 	Events     map[string]uint32 `json:"events"`     // by index
 	// Queues are the core's notification queues bound to a ring.
 	Queues []QueueState `json:"notification_queues"`
+	// Compute counts the records the core's engines ran and those they
+	// only counted (computestate.go).
+	Compute ComputeState `json:"compute"`
 }
 
 // QueueState is one bound notification queue: its NOTIFIC slot, the
@@ -151,6 +154,7 @@ func (d *Device) snapshot() DeviceState {
 				putNonZero(cs.Events, fmt.Sprint(i), a.Event(i))
 			}
 		}
+		cs.Compute = computeOf(d.chip.Core(nc).EngineReports())
 		for _, q := range d.chip.Core(nc).NQSlots() {
 			cs.Queues = append(cs.Queues, QueueState{Slot: q.Slot, Size: q.Size, Head: q.Head, Tail: q.Tail, Enabled: q.Enabled, Records: q.Records})
 		}

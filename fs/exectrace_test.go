@@ -85,6 +85,9 @@ func checkExecTrace(t *testing.T, path string) {
 			copies++
 		}
 		seen[track+"/"+ev.Name] = true
+		if strings.HasSuffix(ev.Name, " (not emulated)") && (ev.Args["opcode"] != "0x07" || ev.Args["not_emulated"] != seq.WhyNoSource) {
+			t.Errorf("not-emulated event %q without its opcode and why: %v", ev.Name, ev.Args)
+		}
 	}
 	for e := range seq.Engine(seq.NumEngines) {
 		tid := progCore*seq.NumEngines + int(e)
@@ -92,7 +95,7 @@ func checkExecTrace(t *testing.T, path string) {
 		if got := tracks[[2]int{0, tid}]; got != want {
 			t.Errorf("track tid %d named %q, want %q", tid, got, want)
 		}
-		for _, name := range []string{"control", "MATMUL_SPARSE", "wait semaphore 7 >= 1"} {
+		for _, name := range []string{"control", "MATMUL_SPARSE (not emulated)", "wait semaphore 7 >= 1"} {
 			if !seen[want+"/"+name] {
 				t.Errorf("no %q event on %s", name, want)
 			}

@@ -52,3 +52,53 @@ func parseBlocked(b []byte) []BlockedCore {
 	}
 	return out
 }
+
+// NotEmulatedCore is a core whose engines only counted some records of
+// their program (the cores file's NOT EMULATED line): the program's
+// results there were not computed. No real driver reports it.
+type NotEmulatedCore struct {
+	Device, Core         int
+	NotEmulated, Records uint64
+	Last                 []string // "on PE: MATMUL_SPARSE(0x07) at 0x4040: no source gives its effect"
+}
+
+// EmulatorNotEmulated reads the mount's cores that only counted records;
+// an error means the root is not a neuronfs mount.
+func (h Host) EmulatorNotEmulated() ([]NotEmulatedCore, error) {
+	b, err := os.ReadFile(h.path("neuronfs/cores"))
+	if err != nil {
+		return nil, err
+	}
+	return parseNotEmulated(b), nil
+}
+
+// parseNotEmulated picks each core's "NOT EMULATED: N of M records" line
+// and its "last on ENGINE: ..." lines out of a cores file.
+func parseNotEmulated(b []byte) []NotEmulatedCore {
+	var out []NotEmulatedCore
+	dev, core := -1, -1
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, " ") {
+			if n, err := fmt.Sscanf(line, "neuron%d core %d:", &dev, &core); n != 2 || err != nil {
+				dev, core = -1, -1
+			}
+			continue
+		}
+		t := strings.TrimSpace(line)
+		var ne, recs uint64
+		switch {
+		case dev < 0:
+		case strings.HasPrefix(t, "NOT EMULATED: "):
+			if n, _ := fmt.Sscanf(t, "NOT EMULATED: %d of %d records", &ne, &recs); n == 2 {
+				out = append(out, NotEmulatedCore{Device: dev, Core: core, NotEmulated: ne, Records: recs})
+			}
+		case strings.HasPrefix(t, "last on ") && len(out) > 0:
+			if l := &out[len(out)-1]; l.Device == dev && l.Core == core {
+				l.Last = append(l.Last, strings.TrimPrefix(t, "last "))
+			}
+		}
+	}
+	return out
+}

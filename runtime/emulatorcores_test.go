@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -31,4 +33,48 @@ neuron2 core 3: blocked: every running engine waits
 	if got := parseBlocked(nil); len(got) != 0 {
 		t.Errorf("empty file: %+v", got)
 	}
+}
+
+// A core's NOT EMULATED line and its last-record lines are picked with
+// their device and core; a core without one is left out.
+func TestParseNotEmulated(t *testing.T) {
+	file := `neuron0 core 0:
+  PE halted at 0x1000; records=3 not_emulated=0 waits=0
+neuron1 core 1:
+  PE halted at 0x1040; records=5 not_emulated=1 waits=0
+  ACT halted at 0x2080; records=4 not_emulated=2 waits=1
+  NOT EMULATED: 3 of 9 records were only counted; their results were not computed
+    last on PE: MATMUL_SPARSE(0x07) at 0x1000: no source gives its effect
+    last on ACT: ACTIVATE(0x21) at 0x2040: fp8 operands
+neuron1 BAR0: 2 unmodelled words kept as plain registers, in 1 pages: 0x0(2)
+`
+	want := []NotEmulatedCore{{Device: 1, Core: 1, NotEmulated: 3, Records: 9, Last: []string{
+		"on PE: MATMUL_SPARSE(0x07) at 0x1000: no source gives its effect",
+		"on ACT: ACTIVATE(0x21) at 0x2040: fp8 operands",
+	}}}
+	if got := parseNotEmulated([]byte(file)); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// Whatever the cores file holds, the parsers do not panic, and every core
+// they pick has its header line in the file.
+func FuzzParseCores(f *testing.F) {
+	f.Add([]byte("neuron1 core 1:\n  NOT EMULATED: 3 of 9 records were only counted\n    last on PE: X\n"))
+	f.Add([]byte("neuron0 core 1: blocked: every running engine waits\n  PE waits at 0x40 (NOP(0xa4)) for event 1 set (now 0); records=1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		has := func(dev, core int) bool {
+			return bytes.Contains(b, fmt.Appendf(nil, "neuron%d core %d:", dev, core))
+		}
+		for _, c := range parseNotEmulated(b) {
+			if !has(c.Device, c.Core) {
+				t.Fatalf("picked %+v, whose header is not in the file", c)
+			}
+		}
+		for _, c := range parseBlocked(b) {
+			if !has(c.Device, c.Core) {
+				t.Fatalf("picked %+v, whose header is not in the file", c)
+			}
+		}
+	})
 }

@@ -114,6 +114,7 @@ go test ./chip/mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=130000x
 go test ./chip/seq -run='^$' -fuzz='^FuzzDecode$' -fuzztime=100000x
 go test ./chip/seq -run='^$' -fuzz='^FuzzRun$' -fuzztime=20000x
 go test ./chip -run='^$' -fuzz='^FuzzCSRWrite$' -fuzztime=20000x
+go test ./runtime -run='^$' -fuzz='^FuzzParseCores$' -fuzztime=50000x
 podfuzz=${NEURONFS_POD_FUZZTIME:-}
 go test ./pod -run='^$' -fuzz='^FuzzDecodeRequest$' -fuzztime="${podfuzz:-300000x}"
 go test ./pod -run='^$' -fuzz='^FuzzDecodeResponse$' -fuzztime="${podfuzz:-300000x}"

@@ -219,6 +219,12 @@ func (t *engineTrack) Trace(ev seq.TraceEvent) {
 		if ev.Detail != "" {
 			name += " " + ev.Detail
 		}
+		if ev.NotEmulated != "" {
+			// Its outputs were not computed: said in the name, so a
+			// timeline shows it without opening the event.
+			name += " (not emulated)"
+			args["not_emulated"], args["opcode"] = ev.NotEmulated, fmt.Sprintf("%#02x", uint8(ev.Op))
+		}
 	case seq.TraceWait:
 		name = "wait " + ev.Wait.What()
 		args["record"], args["now"] = ev.Op.Name(), int32(ev.Wait.Now)

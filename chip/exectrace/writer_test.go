@@ -135,7 +135,7 @@ func TestTraceEngineAndQueue(t *testing.T) {
 	if !sawProcess {
 		t.Error("no process_name for the device")
 	}
-	for _, want := range []string{"nc1 PE/control", "nc1 PE/MATMUL", "nc1 PE/wait semaphore 3 >= 1", "nc1 ACT/control", "dma 2 q1/copy"} {
+	for _, want := range []string{"nc1 PE/control", "nc1 PE/MATMUL (not emulated)", "nc1 PE/wait semaphore 3 >= 1", "nc1 ACT/control", "dma 2 q1/copy"} {
 		if count[want] == 0 {
 			t.Errorf("no %s event; have %v", want, count)
 		}
@@ -177,5 +177,58 @@ func TestTraceRunLimit(t *testing.T) {
 	}
 	if n != limit || truncated != 1 {
 		t.Errorf("%d events, %d truncation notes; want %d and 1", n, truncated, limit)
+	}
+}
+
+// Every record the engine only counted is its own event, named "(not
+// emulated)", with its opcode, address and why; a record that ran is
+// not marked.
+func TestTraceNotEmulated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.json")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := w.Device(0, "neuron0")
+	act := seq.New(seq.Config{Engine: seq.ACT, Tracer: d.Engine(0, seq.ACT)})
+	// ACTIVATION_TABLE_LOAD runs (it has no effect to compute);
+	// MATMUL_SPARSE (0x07) has no documented layout; ACTIVATE without
+	// on-chip memory cannot run.
+	img := seq.Assemble(0x4000, seq.NewRecord(seq.OpActTableLoad), seq.NewRecord(seq.OpMatmulSparse),
+		seq.NewRecord(seq.OpNop), seq.NewRecord(seq.OpActivate), seq.NewRecord(seq.OpHalt))
+	if r := act.Run(context.Background(), seq.ImageProgram(img)); r.State != seq.Halted {
+		t.Fatalf("%+v", r)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	type mark struct{ pc, opcode string }
+	got := map[mark]string{}
+	var ran bool
+	for _, ev := range Parse(t, path).TraceEvents {
+		if ev.Ph != "X" {
+			continue
+		}
+		why, _ := ev.Args["not_emulated"].(string)
+		switch {
+		case ev.Name == "ACTIVATION_TABLE_LOAD":
+			ran = why == "" && ev.Args["pc"] == "0x4000"
+		case strings.HasSuffix(ev.Name, " (not emulated)"):
+			op, _ := ev.Args["opcode"].(string)
+			pc, _ := ev.Args["pc"].(string)
+			got[mark{pc, op}] = why
+		case why != "":
+			t.Errorf("event %q carries not_emulated %q but its name does not say so", ev.Name, why)
+		}
+	}
+	if !ran {
+		t.Error("ACTIVATION_TABLE_LOAD missing, or marked not emulated")
+	}
+	if len(got) != 2 || got[mark{"0x4040", "0x07"}] != seq.WhyNoSource || got[mark{"0x40c0", "0x21"}] == "" {
+		t.Errorf("not-emulated events %v; want MATMUL_SPARSE at 0x4040 and ACTIVATE at 0x40c0", got)
+	}
+	c := act.Counts()
+	if c.NotEmulated != 2 || c.LastNotEmulated == nil || c.LastNotEmulated.PC != 0x40c0 || c.LastNotEmulated.Op != seq.OpActivate {
+		t.Errorf("counts: %d not emulated, last %v", c.NotEmulated, c.LastNotEmulated)
 	}
 }

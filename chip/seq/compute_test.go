@@ -28,6 +28,52 @@ func TestRosterOpcodesCounted(t *testing.T) {
 	}
 }
 
+// roster is every real opcode of the header enums of V2..V5 (59654717735
+// §2, 59661282351), the pseudo band and the 0xFF sentinel left out.
+var roster = [][2]Opcode{
+	{0x01, 0x0A}, {0x21, 0x26}, {0x30, 0x30}, {0x41, 0x4F}, {0x51, 0x54}, {0x58, 0x58}, {0x5E, 0x74},
+	{0x76, 0x7F}, {0x81, 0x88}, {0x8A, 0x8F}, {0x92, 0x96}, {0x98, 0x9F}, {0xA0, 0xAB}, {0xB0, 0xB6},
+	{0xB8, 0xBF}, {0xE0, 0xEA}, {0xF0, 0xF4},
+}
+
+// Every opcode on the roster is admitted: interpreted, computed or
+// counted, never a fault for its opcode.
+func TestRosterAdmitted(t *testing.T) {
+	for _, r := range roster {
+		for op := int(r[0]); op <= int(r[1]); op++ {
+			if c := Opcode(op).Class(); c == ClassUnknown || c == ClassPseudo {
+				t.Errorf("%v on the roster has class %d", Opcode(op), c)
+			}
+		}
+	}
+}
+
+// 0xAA is TENSOR_LOAD and 0xAB TENSOR_STORE (the roster): the runtime's
+// read-back fence (byte 12 = 9) runs, every other TENSOR_LOAD and every
+// TENSOR_STORE is counted as not emulated, none stops the engine.
+func TestTensorLoadStore(t *testing.T) {
+	other := NewRecord(OpTensorLoad)
+	other[offTLKind] = 1
+	for _, tc := range []struct {
+		rec *Record
+		why string
+	}{{NewTensorLoadFence(), ""}, {other, WhyTensorLoad}, {NewRecord(OpTensorStore), WhyNoSource}} {
+		c := newCore(t)
+		r := c.run1(DVE, tc.rec)
+		n := c.seqs[DVE].Counts()
+		var why string
+		if n.LastNotEmulated != nil {
+			why = n.LastNotEmulated.Why
+		}
+		if r.State != Halted || why != tc.why || n.NotEmulated != map[bool]uint64{true: 1}[tc.why != ""] {
+			t.Errorf("% x: %+v, %d not emulated (%q), want %q", tc.rec[:13], r, n.NotEmulated, why, tc.why)
+		}
+	}
+	if OpTensorLoad.Name() != "TENSOR_LOAD" || OpTensorStore.Name() != "TENSOR_STORE" {
+		t.Errorf("names %s %s", OpTensorLoad.Name(), OpTensorStore.Name())
+	}
+}
+
 // The compute records allocate per record, never per element: a record
 // over 64 times the elements allocates as much as a small one.
 func TestComputeAllocsPerElement(t *testing.T) {

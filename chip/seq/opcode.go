@@ -37,8 +37,10 @@ const (
 	OpNotify           Opcode = 0xA6
 	OpCtrlAL           Opcode = 0xA8 // register ALU
 	OpCtrlBR           Opcode = 0xA9 // compare and branch
-	OpCSRRead          Opcode = 0xAA // the read-back fence after CSR writes
-	OpCtrlER           Opcode = 0xB0 // clear a semaphore range
+	OpTensorLoad       Opcode = 0xAA // TENSOR_LOAD; the runtime's CSR read-back fence is one (tensorload.go)
+	OpTensorStore      Opcode = 0xAB
+	OpCSRRead                 = OpTensorLoad // the name this package gave 0xAA before the roster settled it
+	OpCtrlER           Opcode = 0xB0         // clear a semaphore range
 	OpPollSem          Opcode = 0xB3
 	OpBranchHint       Opcode = 0xB5
 	OpDMAMemcpy        Opcode = 0xB8
@@ -129,7 +131,8 @@ var named = []struct {
 	{OpNotify, "NOTIFY", ClassControl},
 	{OpCtrlAL, "CTRL_AL", ClassControl},
 	{OpCtrlBR, "CTRL_BR", ClassControl},
-	{OpCSRRead, "CSR_READ", ClassControl},
+	{OpTensorLoad, "TENSOR_LOAD", ClassCompute},
+	{OpTensorStore, "TENSOR_STORE", ClassNotEmulated},
 	{OpCtrlER, "CTRL_ER", ClassNotEmulated},
 	{OpPollSem, "CTRL_POLL_SEM", ClassNotEmulated},
 	{OpBranchHint, "BRANCH_HINT", ClassControl},

@@ -3,6 +3,7 @@ package seq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -42,8 +43,16 @@ func TestLayoutDocumented(t *testing.T) {
 	}
 	for _, f := range Layout {
 		row := "| " + f.Record + " | `" + f.Name + "` | "
-		if !strings.Contains(string(doc), row) {
+		off := fmt.Sprintf("0x%02X", f.Off)
+		if strings.HasPrefix(f.Record, "TENSOR") {
+			off = "+" + off // a pattern's fields are relative to it
+		}
+		full := fmt.Sprintf("%s%s | %d | ", row, off, f.Size)
+		switch {
+		case !strings.Contains(string(doc), row):
 			t.Errorf("docs/isa.md has no row starting %q", row)
+		case !strings.Contains(string(doc), full):
+			t.Errorf("docs/isa.md's row for %s %s does not start %q", f.Record, f.Name, full)
 		}
 	}
 }

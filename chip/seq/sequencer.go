@@ -383,7 +383,10 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, er
 	if r.tr != nil && own {
 		t0 = r.tr.begin()
 	}
-	emulated := class != ClassNotEmulated
+	why := "" // why the record is only counted
+	if class == ClassNotEmulated {
+		why = WhyNoSource
+	}
 	switch op {
 	case OpCtrlES:
 		es := rec.ESEvents()
@@ -419,17 +422,17 @@ func (r *run) step(pc uint64, rec *Record) (next uint64, st State, wait bool, er
 			case stopped:
 				return 0, 0, false, errStopped
 			}
-			emulated = skipped == ""
+			why = skipped
 		}
 	}
 	if c := rec.DebugCmd(); c != DebugNone {
 		r.notify(Notification{Kind: NotifyDebug, Engine: r.cfg.Engine, PC: pc, Hint: rec.DebugHint(), DebugCmd: c})
 	}
 	r.update(ev)
-	r.tally.count(op, !emulated)
+	r.tally.count(op, pc, why)
 	if r.tr != nil {
 		if own {
-			r.tr.single(pc, op, t0, r.detail(rec, emulated))
+			r.tr.single(pc, op, t0, r.detail(rec), why)
 		} else {
 			r.tr.record(pc, op)
 		}
@@ -473,6 +476,7 @@ var computeOps = map[Opcode]computeRecord{
 	OpMatmul:                (*run).matmul,
 	OpActivate:              (*run).activate,
 	OpActReadAccumulator:    (*run).readAccumulator,
+	OpTensorLoad:            (*run).tensorLoad,
 	OpActTableLoad:          func(*run, *Record) (string, bool, error) { return "", false, nil },
 }
 
@@ -484,7 +488,7 @@ var errStopped = errors.New("run stopped")
 func (r *run) stopped() bool { return r.ctx != nil && closed(r.ctx.Done()) }
 
 // detail is what a trace says of a record beyond its opcode.
-func (r *run) detail(rec *Record, emulated bool) string {
+func (r *run) detail(rec *Record) string {
 	switch rec.Opcode() {
 	case OpCtrlWR:
 		w := rec.CSRWrite()
@@ -496,9 +500,6 @@ func (r *run) detail(rec *Record, emulated bool) string {
 		return fmt.Sprintf("%#x <- %#x", w.Addr, w.Value)
 	case OpTensorScalar:
 		ts := rec.TensorScalar()
-		if !emulated {
-			return ts.Detail() + " (not emulated)"
-		}
 		return ts.Detail()
 	}
 	return ""

@@ -54,13 +54,31 @@ type Counts struct {
 	NotEmulated uint64 // of which only the events were honoured
 	Waits       uint64 // records that had to block on their predicate
 	ByOpcode    [256]uint64
+	// LastNotEmulated is the latest record only counted (nil if none):
+	// where a user looks to learn which results were not computed.
+	LastNotEmulated *Skipped
 }
+
+// Skipped is a valid record whose effect the engine did not compute: its
+// events were honoured and its outputs hold what memory held before.
+type Skipped struct {
+	PC  uint64
+	Op  Opcode
+	Why string // "no source gives its effect", "fp8 operands", ...
+}
+
+func (s Skipped) String() string { return fmt.Sprintf("%v at %#x: %s", s.Op, s.PC, s.Why) }
+
+// WhyNoSource is why a record of a real opcode whose layout or effect no
+// source gives is only counted.
+const WhyNoSource = "no source gives its effect"
 
 // counters are Counts as published: the running goroutine adds its local
 // tallies at every yield, wait and exit.
 type counters struct {
 	records, notEmulated, waits atomic.Uint64
 	byOpcode                    [256]atomic.Uint64
+	last                        atomic.Pointer[Skipped]
 }
 
 func (c *counters) snapshot() (out Counts) {
@@ -68,6 +86,7 @@ func (c *counters) snapshot() (out Counts) {
 	for i := range c.byOpcode {
 		out.ByOpcode[i] = c.byOpcode[i].Load()
 	}
+	out.LastNotEmulated = c.last.Load()
 	return out
 }
 
@@ -77,14 +96,19 @@ type tally struct {
 	records, notEmulated, waits uint64
 	byOpcode                    [256]uint64
 	touched                     [4]uint64 // bitmap of byOpcode entries to publish
+	last                        Skipped   // the latest record only counted, when lastSet
+	lastSet                     bool
 }
 
-func (t *tally) count(op Opcode, notEmulated bool) {
+// count tallies the record at pc; why says why it was only counted ("" if
+// it ran).
+func (t *tally) count(op Opcode, pc uint64, why string) {
 	t.records++
 	t.byOpcode[op]++
 	t.touched[op>>6] |= 1 << (op & 63)
-	if notEmulated {
+	if why != "" {
 		t.notEmulated++
+		t.last, t.lastSet = Skipped{PC: pc, Op: op, Why: why}, true
 	}
 }
 
@@ -93,6 +117,11 @@ func (t *tally) publish(c *counters) {
 	c.notEmulated.Add(t.notEmulated)
 	c.waits.Add(t.waits)
 	t.records, t.notEmulated, t.waits = 0, 0, 0
+	if t.lastSet {
+		last := t.last
+		c.last.Store(&last)
+		t.lastSet = false
+	}
 	for w, bits := range t.touched {
 		for ; bits != 0; bits &= bits - 1 {
 			op := w<<6 | trailingZeros(bits)

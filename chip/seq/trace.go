@@ -45,6 +45,9 @@ type TraceEvent struct {
 	// record's ops and dtypes, the register a CTRL_WR wrote ("dma 3 q2 tx
 	// tail <- 1").
 	Detail string
+	// NotEmulated is why a TraceRecord was only counted ("" if it ran):
+	// its outputs hold what memory held before.
+	NotEmulated string
 }
 
 // DefaultTraceLimit is how many events one engine's run may trace before
@@ -120,12 +123,13 @@ func (tr *tracing) record(pc uint64, op Opcode) {
 
 // single traces one record of its own that just completed; start is from
 // begin.
-func (tr *tracing) single(pc uint64, op Opcode, start time.Time, detail string) {
+// why is the record's NotEmulated.
+func (tr *tracing) single(pc uint64, op Opcode, start time.Time, detail, why string) {
 	if tr.left <= 0 {
 		return
 	}
 	now := time.Now()
-	tr.emit(TraceEvent{Kind: TraceRecord, PC: pc, Op: op, N: 1, Start: start, End: now, Detail: detail})
+	tr.emit(TraceEvent{Kind: TraceRecord, PC: pc, Op: op, N: 1, Start: start, End: now, Detail: detail, NotEmulated: why})
 	tr.last = now
 }
 

@@ -26,6 +26,17 @@ type lsDevice struct {
 	// MemoryHeld is what the emulator's backing holds of the device's
 	// memory (not a vendor field; only on a neuronfs mount).
 	MemoryHeld *uint64 `json:"neuronfs_memory_held,omitempty"`
+	// NotEmulated are the device's cores whose engines only counted some
+	// records of their program: results not computed (only on a neuronfs
+	// mount, and only when there are some).
+	NotEmulated []lsNotEmulated `json:"neuronfs_not_emulated,omitempty"`
+}
+
+type lsNotEmulated struct {
+	Core        int      `json:"core"`
+	NotEmulated uint64   `json:"not_emulated"`
+	Records     uint64   `json:"records"`
+	Last        []string `json:"last"`
 }
 
 type lsProcess struct {
@@ -70,7 +81,8 @@ func listDevices(h runtime.Host) ([]lsDevice, error) {
 		return nil, fmt.Errorf("no neuron devices under %s", h.Root)
 	}
 	out := make([]lsDevice, 0, len(indices))
-	emu, _ := h.EmulatorMemory() // nil on a real host
+	emu, _ := h.EmulatorMemory()          // nil on a real host
+	skipped, _ := h.EmulatorNotEmulated() // none on a real host
 	coreBase := 0
 	for _, i := range indices {
 		row := lsDevice{Device: i, ConnectedTo: []uint32{}, CoreIDs: []int{}, Processes: []lsProcess{}}
@@ -86,6 +98,11 @@ func listDevices(h runtime.Host) ([]lsDevice, error) {
 		}
 		if m, ok := emuDevice(emu, i); ok {
 			row.MemoryHeld = &m.Held
+		}
+		for _, c := range skipped {
+			if c.Device == i {
+				row.NotEmulated = append(row.NotEmulated, lsNotEmulated{c.Core, c.NotEmulated, c.Records, c.Last})
+			}
 		}
 		for c := 0; c < row.Cores; c++ {
 			row.CoreIDs = append(row.CoreIDs, coreBase+c)
@@ -156,6 +173,14 @@ func printDeviceTable(w io.Writer, devs []lsDevice) {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", d.Device, d.Cores, mem, strings.Join(nb, ", "), d.BDF, strings.Join(procs, "; "))
 	}
 	tw.Flush()
+	// Below the table, so its columns stay the vendor's: results nobody
+	// should trust.
+	for _, d := range devs {
+		for _, c := range d.NotEmulated {
+			fmt.Fprintf(w, "neuron%d nc%d NOT EMULATED: %d of %d records only counted, results not computed (last %s)\n",
+				d.Device, c.Core, c.NotEmulated, c.Records, strings.Join(c.Last, "; "))
+		}
+	}
 }
 
 func derefOr(p *uint64) uint64 {

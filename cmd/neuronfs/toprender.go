@@ -71,6 +71,10 @@ func renderTop(cur topSample, prev *topSample) []string {
 		for _, c := range d.blocked {
 			fmt.Fprintf(&b, "  nc%d blocked: %s\n", c.Core, strings.Join(c.Waiting, "; "))
 		}
+		for _, c := range d.notEmulated {
+			fmt.Fprintf(&b, "  nc%d NOT EMULATED: %d of %d records only counted, results not computed (last %s)\n",
+				c.Core, c.NotEmulated, c.Records, strings.Join(c.Last, "; "))
+		}
 	}
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }

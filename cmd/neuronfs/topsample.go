@@ -31,6 +31,9 @@ type topDevice struct {
 	// blocked are its cores whose staged program hangs (an emulator's
 	// neuronfs/cores; none on a real host).
 	blocked []runtime.BlockedCore
+	// notEmulated are its cores whose engines only counted some records:
+	// their results were not computed (an emulator's neuronfs/cores).
+	notEmulated []runtime.NotEmulatedCore
 }
 
 type topCore struct {
@@ -72,6 +75,13 @@ func takeSample(h runtime.Host) (topSample, error) {
 		for _, b := range blocked {
 			if d := s.device(b.Device); d != nil {
 				d.blocked = append(d.blocked, b)
+			}
+		}
+	}
+	if skipped, err := h.EmulatorNotEmulated(); err == nil {
+		for _, c := range skipped {
+			if d := s.device(c.Device); d != nil {
+				d.notEmulated = append(d.notEmulated, c)
 			}
 		}
 	}
