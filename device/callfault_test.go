@@ -106,10 +106,10 @@ func TestCallFaultSpec(t *testing.T) {
 	s := newTestSystem(t, "trn1.2xlarge")
 	ff := faultsFile(t, s)
 	for write, read := range map[string]string{
-		"fail:mem_alloc:enomem:03":                                        "fail:MEM_ALLOC:ENOMEM:3",
-		"reset-fail,fail:NEURON_IOCTL_MEM_ALLOC_V2:EIO:1+":                "reset-fail,fail:MEM_ALLOC_V2:EIO:1+",
+		"fail:mem_alloc:enomem:03":                                   "fail:MEM_ALLOC:ENOMEM:3",
+		"reset-fail,fail:NEURON_IOCTL_MEM_ALLOC_V2:EIO:1+":           "reset-fail,fail:MEM_ALLOC_V2:EIO:1+",
 		"fail:MEM_FREE:EFAULT:12.5%:9,fail:MEM_ALLOC:eagain:0.05%:0": "fail:MEM_ALLOC:EAGAIN:0.05%:0,fail:MEM_FREE:EFAULT:12.5%:9",
-		"fail:MEM_ALLOC:ENOMEM:1,fail:MEM_ALLOC:EIO:2":                    "fail:MEM_ALLOC:EIO:2",
+		"fail:MEM_ALLOC:ENOMEM:1,fail:MEM_ALLOC:EIO:2":               "fail:MEM_ALLOC:EIO:2",
 	} {
 		ff.Store([]byte("none"))
 		if e := ff.Store([]byte(write)); e != 0 {
