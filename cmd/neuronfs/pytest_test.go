@@ -59,7 +59,7 @@ func TestPytestPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pytest: %v\n%s", err, out)
 	}
-	for _, name := range []string{"test_devices_are_character_devices", "test_state_follows_an_open", "test_reset_failure", "test_bad_fault_list", "test_runs_on_the_instance_it_asks_for"} {
+	for _, name := range []string{"test_devices_are_character_devices", "test_state_follows_an_open", "test_reset_failure", "test_bad_fault_list", "test_runs_on_the_instance_it_asks_for", "test_fail_call", "test_fail_calls_randomly"} {
 		if !strings.Contains(out, "::"+name+" PASSED") {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}
