@@ -208,6 +208,29 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.Unmount()
 		return nil, fmt.Errorf("fs: %s: %w", dir, err)
 	}
+	f.pinAndGuard(sys, dir, log)
+	disablePoll(dir)
+	if err := f.checkMmapCoherence(dir); err != nil {
+		f.incoherent = true
+		switch {
+		case opts.OtherMmap:
+			log.WithError(err).Debug("mmap of the FUSE files is not coherent")
+			f.startRawReaper()
+			return f, nil
+		case !opts.DegradedMmap:
+			f.Unmount()
+			return nil, fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
+		}
+		log.WithError(err).Warn("running with degraded mmap")
+	}
+	// After the self-test: its mapping is the daemon's own.
+	f.startRawReaper()
+	return f, nil
+}
+
+// pinAndGuard pins the mount for Abort and makes a handler panic or a
+// lock-order violation end the connection before the process.
+func (f *FS) pinAndGuard(sys *device.System, dir string, log *logrus.Entry) {
 	var st unix.Stat_t
 	if unix.Fstat(f.rootFd, &st) == nil {
 		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
@@ -227,23 +250,6 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.Abort()
 		unix.Unmount(dir, unix.MNT_DETACH)
 	})
-	disablePoll(dir)
-	if err := f.checkMmapCoherence(dir); err != nil {
-		f.incoherent = true
-		switch {
-		case opts.OtherMmap:
-			log.WithError(err).Debug("mmap of the FUSE files is not coherent")
-			f.startRawReaper()
-			return f, nil
-		case !opts.DegradedMmap:
-			f.Unmount()
-			return nil, fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
-		}
-		log.WithError(err).Warn("running with degraded mmap")
-	}
-	// After the self-test: its mapping is the daemon's own.
-	f.startRawReaper()
-	return f, nil
 }
 
 // mountConn mounts the connection at dir, or has opts.Mount do it, and

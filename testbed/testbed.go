@@ -114,16 +114,8 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	// (see internal/exitguard). Without FUSE passthrough (Linux < 6.9) a command's device
 	// descriptors are the devices' memory files, served by the
 	// supervisor, as under `run --device-fds auto`.
-	mopts, at, um, err := mountOptions(self, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
+	fsys, at, um, err := mountHost(sys, self, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
 	if err != nil {
-		sys.Close()
-		return nil, err
-	}
-	fsys, err := fs.Mount(sys, at, mopts)
-	if err != nil {
-		if um != nil {
-			um.close()
-		}
 		sys.Close()
 		return nil, err
 	}

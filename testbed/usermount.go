@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 )
@@ -205,17 +206,20 @@ func (tb *Testbed) guardMount() (exitguard.Reg, error) {
 	return tb.guard.Mount(tb.root)
 }
 
-// mountOptions are how New mounts at dir: from this process as root,
-// else through a mounter; at is where this process sees the mount.
-func mountOptions(self, dir string, o fs.Options) (opts fs.Options, at string, um *userMount, err error) {
-	if os.Geteuid() == 0 {
-		return o, dir, nil, nil
+// mountHost mounts sys at dir: from this process as root, else through
+// a mounter (um); at is where this process sees the mount.
+func mountHost(sys *device.System, self, dir string, o fs.Options) (fsys *fs.FS, at string, um *userMount, err error) {
+	at = dir
+	if os.Geteuid() != 0 {
+		if um, err = startUserMount(self, dir); err != nil {
+			return nil, "", nil, err
+		}
+		o.Mount, o.Unmount, at = um.mount, um.close, um.view()
 	}
-	if um, err = startUserMount(self, dir); err != nil {
-		return o, "", nil, err
+	if fsys, err = fs.Mount(sys, at, o); err != nil && um != nil {
+		um.close()
 	}
-	o.Mount, o.Unmount = um.mount, um.close
-	return o, um.view(), um, nil
+	return fsys, at, um, err
 }
 
 // sendClone hands a launcher a copy of the mount.
