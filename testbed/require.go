@@ -17,7 +17,7 @@ const SkipEnv = "NEURONFS_SKIP_WITHOUT_HOST"
 const requireEnv = "NEURONFS_REQUIRE_FUSE"
 
 // SkipWithoutHost makes New skip the test, rather than fail it, where a
-// host cannot start (no root, no /dev/fuse): for suites that also run
+// host cannot start (no /dev/fuse; without root, no user namespace): for suites that also run
 // where device tests cannot. $NEURONFS_SKIP_WITHOUT_HOST=1 does the same
 // for every test; NEURONFS_REQUIRE_FUSE=1 overrides both.
 func SkipWithoutHost() Option {
