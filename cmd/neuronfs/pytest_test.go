@@ -81,8 +81,15 @@ func TestPytestPluginRootless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := asNobody(t, bin, py, "-m", "pytest", "-p", "pytest_neuronfs", "-p", "no:cacheprovider", "-v",
-		"--neuron-instance", "trn2.3xlarge", "--neuronfs-arg=--log-level=error", "tests")
+	cmd := asNobody(t, bin)
+	// asnobody execs python, not the binary.
+	pytest := []string{py, "-m", "pytest", "-p", "pytest_neuronfs", "-p", "no:cacheprovider", "-v",
+		"--neuron-instance", "trn2.3xlarge", "--neuronfs-arg=--log-level=error", "tests"}
+	for i, kv := range cmd.Env {
+		if strings.HasPrefix(kv, nobodyArgsEnv+"=") {
+			cmd.Env[i] = nobodyArgsEnv + "=" + strings.Join(pytest, "\t")
+		}
+	}
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Env, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1", "NEURONFS_BIN="+bin)
 	out, err := guardedOutput(t, cmd)
