@@ -1,6 +1,8 @@
 package testbed_test
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -167,4 +170,75 @@ func copyExecutable(from, to string) error {
 		return err
 	}
 	return dst.Close()
+}
+
+// A test binary running as nobody, SIGKILLed while a testbed and one of
+// its commands run, leaves neither the command, the mounter (and with it
+// the mount) nor the launch socket: its exit guard kills them.
+func TestKilledBinaryAsNobodyLeavesNothing(t *testing.T) {
+	testutil.RequireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root, to become nobody")
+	}
+	dir, err := os.MkdirTemp("", "neuronfs-tb-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	bin, fuseDir := filepath.Join(dir, "testbed.test"), filepath.Join(dir, "fuse")
+	if err := copyExecutable(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(fuseDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(bin, "-test.run", "^TestKilledHelper$", "-test.v")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, exitguard.JoinEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	helper.Env = append(env, killedHelperEnv+"=1", "TMPDIR="+dir, asNobodyEnv+"=666:"+fuseDir)
+	helper.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	helper.Stderr = os.Stderr
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.GuardProcess(t, helper.Process.Pid)
+	var root, sockDir string
+	var pid, mounter int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if n, _ := fmt.Sscanf(sc.Text(), "READY %s %d %s", &root, &pid, &sockDir); n == 3 {
+			break
+		}
+	}
+	if _, err := fmt.Sscanf(root, "/proc/%d/root", &mounter); err != nil || sockDir == "" {
+		helper.Process.Kill()
+		helper.Wait()
+		t.Fatalf("the helper never reported its testbed through a mounter (root %q)", root)
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	helper.Process.Kill()
+	helper.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		alive, mounterAlive := syscall.Kill(pid, 0) == nil, syscall.Kill(mounter, 0) == nil
+		_, err = os.Stat(sockDir)
+		if sock := err == nil; !alive && !mounterAlive && !sock {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after the helper's SIGKILL: command %d alive %v, mounter %d alive %v, %s there %v", pid, alive, mounter, mounterAlive, sockDir, sock)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
