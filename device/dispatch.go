@@ -61,16 +61,26 @@ type dispatcher struct {
 	main  lane
 	misc  lane
 	gated map[uint32]bool
+	// macros names each command value, and byNr a family's commands
+	// matched by _IOC_NR alone, for the aimed faults (callfault.go).
+	macros map[uint32]ioctl.Macro
+	byNr   map[uint32]ioctl.Macro
 }
 
 func newDispatcher(t *ioctl.Table) *dispatcher {
 	d := &dispatcher{
-		table: t,
-		main:  lane{exact: map[uint32]Handler{}, byNr: map[uint32]*family{}},
-		misc:  lane{exact: map[uint32]Handler{}, byNr: map[uint32]*family{}},
-		gated: map[uint32]bool{},
+		table:  t,
+		main:   lane{exact: map[uint32]Handler{}, byNr: map[uint32]*family{}},
+		misc:   lane{exact: map[uint32]Handler{}, byNr: map[uint32]*family{}},
+		gated:  map[uint32]bool{},
+		macros: map[uint32]ioctl.Macro{},
+		byNr:   map[uint32]ioctl.Macro{},
 	}
 	for _, c := range t.Commands() {
+		d.macros[c.Cmd] = c.Macro
+		if _, ok := d.byNr[c.Nr()]; c.MatchByNr && !ok {
+			d.byNr[c.Nr()] = c.Macro
+		}
 		h := commands[c.Macro].handler
 		ok := h != nil
 		if !ok {
@@ -153,7 +163,20 @@ func (s *System) serve(r *Request) Result {
 	if h == nil {
 		return Errno(syscall.EINVAL)
 	}
+	if s.faults.aimed.Load() != nil {
+		if e := s.faults.callFails(d.macroOf(r.Cmd)); e != 0 {
+			return Errno(e)
+		}
+	}
 	return h(r)
+}
+
+// macroOf names the command cmd is, or 0.
+func (d *dispatcher) macroOf(cmd uint32) ioctl.Macro {
+	if m, ok := d.macros[cmd]; ok {
+		return m
+	}
+	return d.byNr[ioctl.Nr(cmd)]
 }
 
 // unsupported answers commands whose facility is not emulated yet the way

@@ -34,6 +34,9 @@ type Faults struct {
 	// PowerInvalid: the firmware publishes power samples beyond 100%,
 	// which the driver drops, so every minute rolls up as NO_DATA.
 	PowerInvalid atomic.Bool
+	// aimed are the aimed faults armed (callfault.go), sorted by
+	// command; replaced whole, never changed in place.
+	aimed atomic.Pointer[[]*armedCall]
 	// rejected is the control file's line about the last write it
 	// refused, until a write is accepted.
 	rejected atomic.Pointer[string]
@@ -70,6 +73,9 @@ func (f *Faults) Apply(spec string) error {
 			for _, name := range []string{faultECCSRAM, faultECCHBM, faultHBMRepair} {
 				f.setFirmware(name, 0)
 			}
+			f.clearAimed()
+		case faultCall:
+			f.setAimed(it.aim, it.val != 0)
 		case faultECCSRAM, faultECCHBM, faultHBMRepair:
 			f.setFirmware(it.name, it.val)
 		default:
@@ -127,6 +133,7 @@ func (f *Faults) status() string {
 			}
 		}
 	}
+	on = append(on, f.aimedStatus()...)
 	status := "none\n"
 	if len(on) > 0 {
 		status = strings.Join(on, ",") + "\n"

@@ -22,6 +22,7 @@ var hbmRepairStates = map[string]uint32{"none": 0, "pending": 1, "failed": 2}
 type faultItem struct {
 	name string
 	val  uint32
+	aim  callAim // of an aimed fault (name faultCall)
 }
 
 // switchNames lists the on/off faults, sorted.
@@ -36,7 +37,7 @@ func switchNames() []string {
 
 // faultGrammar is what a fault list may hold, for error messages.
 func faultGrammar() string {
-	return strings.Join(switchNames(), ", ") + ", ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed; -NAME or NAME=0 clears one, none clears all"
+	return strings.Join(switchNames(), ", ") + ", ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed, fail:CMD:ERRNO:N|N+|P%:SEED; -NAME or NAME=0 clears one, none clears all"
 }
 
 // CheckFaults reports the first mistake in a fault list (--inject, or a
@@ -49,7 +50,8 @@ func CheckFaults(spec string) error {
 // parseFaults reads a comma-separated fault list: NAME switches a fault
 // on (NAME=1 too), -NAME or NAME=0 clears one, none clears every fault;
 // ecc-sram=N and ecc-hbm=N set the uncorrected ECC counts on every
-// device, hbm-repair=none|pending|failed the firmware's repair state.
+// device, hbm-repair=none|pending|failed the firmware's repair state;
+// fail:CMD:ERRNO:... aims a failure at calls of one ioctl (callfault.go).
 func parseFaults(spec string) ([]faultItem, error) {
 	switches := (&Faults{}).switches()
 	var items []faultItem
@@ -60,6 +62,19 @@ func parseFaults(spec string) ([]faultItem, error) {
 		}
 		if item == "none" {
 			items = append(items, faultItem{name: "none"})
+			continue
+		}
+		if rest, ok := strings.CutPrefix(strings.TrimPrefix(item, "-"), faultCall+":"); ok {
+			clear := strings.HasPrefix(item, "-")
+			a, err := parseCallFault(item, rest, clear)
+			if err != nil {
+				return nil, err
+			}
+			it := faultItem{name: faultCall, val: 1, aim: a}
+			if clear {
+				it.val = 0
+			}
+			items = append(items, it)
 			continue
 		}
 		name, val, hasVal := strings.Cut(item, "=")

@@ -16,6 +16,10 @@ func formatFaults(items []faultItem) string {
 		switch {
 		case it.name == "none":
 			out = append(out, "none")
+		case it.name == faultCall && it.val == 0:
+			out = append(out, "-"+faultCall+":"+strings.TrimPrefix(it.aim.macro.String(), "NEURON_IOCTL_"))
+		case it.name == faultCall:
+			out = append(out, it.aim.String())
 		case it.name == faultHBMRepair:
 			for name, v := range hbmRepairStates {
 				if v == it.val {
@@ -43,6 +47,8 @@ func FuzzFaultSpec(f *testing.F) {
 		"", "none", "reset-fail,dma-abort", "-dma-stall", "ecc-hbm=0", "hbm-repair=0", "power-invalid=1",
 		"dma-stall,ecc-hbm=2,ecc-sram=1,hbm-repair=failed", " none \n", "-ecc-hbm=0", "ecc-hbm=70000",
 		"alloc-fail=0,fwio-fail", "hbm-repair=pending,,", "=", "-", "-none", "none=1",
+		"fail:MEM_ALLOC:ENOMEM:3", "fail:mem_alloc_v2:eio:2+,-fail:MEM_ALLOC", "fail:MEM_FREE:EFAULT:12.5%:9",
+		"fail:DEVICE_BASIC_INFO:ENOTSUPP:0.01%:18446744073709551615", "fail:MEM_ALLOC:ENOMEM:1.5%:", "fail:X", "-fail:",
 	} {
 		f.Add(seed)
 	}

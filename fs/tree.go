@@ -47,11 +47,12 @@ const (
 
 // FS is the mounted filesystem of one emulated host.
 type FS struct {
-	sys    *device.System
-	tgids  *tgidCache
-	server *fuse.Server
-	root   *dirNode
-	log    *logrus.Entry
+	unmount func() error // Options.Unmount, for a mount made by Options.Mount
+	sys     *device.System
+	tgids   *tgidCache
+	server  *fuse.Server
+	root    *dirNode
+	log     *logrus.Entry
 	// mounted stamps every inode, as sysfs stamps its files at creation.
 	mounted    time.Time
 	mountpoint string
@@ -130,6 +131,13 @@ type Options struct {
 	// offers it), uring or classic; empty means $NEURONFS_FUSE_TRANSPORT,
 	// else auto.
 	Transport string
+	// Mount, if set, mounts the connection in place of this process,
+	// which may not (a testbed without root mounts from a user
+	// namespace): it gets the mount options beyond the descriptor, root
+	// mode and owner, and returns the /dev/fuse descriptor to serve; dir
+	// is where this process sees the mount. Unmount then detaches it.
+	Mount   func(opts []string) (int, error)
+	Unmount func() error
 	// withoutPassthrough opens device files without passthrough, as on a
 	// kernel that lacks it (for testing the self-test).
 	withoutPassthrough bool
@@ -162,9 +170,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		// allows it then.
 		uringErr = prepareURing(log)
 	}
-	// allow_other: every user may use the devices; default_permissions:
-	// the kernel enforces the sysfs modes (0400, 0600...).
-	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
+	fd, err := f.mountConn(dir, opts)
 	if err != nil {
 		f.tgids.close()
 		f.releaseSIGUSR1()
@@ -202,25 +208,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.Unmount()
 		return nil, fmt.Errorf("fs: %s: %w", dir, err)
 	}
-	var st unix.Stat_t
-	if unix.Fstat(f.rootFd, &st) == nil {
-		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
-	}
-	if pin, err := unix.FcntlInt(uintptr(f.rootFd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-		f.abortPin.Store(int32(pin))
-	}
-	// A handler panic may leave a lock held: end the daemon cleanly rather
-	// than serve on and hang callers behind it.
-	sys.SetPanicHandler(func(p any) {
-		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
-		f.Abort()
-		os.Exit(panicExit)
-	})
-	// A lock-order violation (checked builds) ends the process too.
-	f.unhookExit = lockrank.BeforeExit(func() {
-		f.Abort()
-		unix.Unmount(dir, unix.MNT_DETACH)
-	})
+	f.pinAndGuard(sys, dir, log)
 	disablePoll(dir)
 	if err := f.checkMmapCoherence(dir); err != nil {
 		f.incoherent = true
@@ -240,12 +228,55 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	return f, nil
 }
 
+// pinAndGuard pins the mount for Abort and makes a handler panic or a
+// lock-order violation end the connection before the process.
+func (f *FS) pinAndGuard(sys *device.System, dir string, log *logrus.Entry) {
+	var st unix.Stat_t
+	if unix.Fstat(f.rootFd, &st) == nil {
+		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
+	}
+	if pin, err := unix.FcntlInt(uintptr(f.rootFd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+		f.abortPin.Store(int32(pin))
+	}
+	// A handler panic may leave a lock held: end the daemon cleanly rather
+	// than serve on and hang callers behind it.
+	sys.SetPanicHandler(func(p any) {
+		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
+		f.Abort()
+		os.Exit(panicExit)
+	})
+	// A lock-order violation (checked builds) ends the process too.
+	f.unhookExit = lockrank.BeforeExit(func() {
+		f.Abort()
+		unix.Unmount(dir, unix.MNT_DETACH)
+	})
+}
+
+// mountConn mounts the connection at dir, or has opts.Mount do it, and
+// returns the /dev/fuse descriptor to serve.
+func (f *FS) mountConn(dir string, opts Options) (int, error) {
+	if opts.Mount == nil {
+		// allow_other: every user may use the devices;
+		// default_permissions: the kernel enforces the sysfs modes
+		// (0400, 0600...).
+		return mountFUSE(dir, []string{"allow_other", "default_permissions"})
+	}
+	// Not allow_other: such a mount is used by the caller's user alone,
+	// from outside the user namespace that owns it, which allow_other
+	// would shut out.
+	f.unmount = opts.Unmount
+	return opts.Mount([]string{"default_permissions", fmt.Sprintf("max_read=%d", maxWrite)})
+}
+
 // MmapCoherent reports whether a client's mmap of a device file shares
 // the daemon's memory (the mount's self-test passed).
 func (f *FS) MmapCoherent() bool { return !f.incoherent }
 
 // Unmount detaches the filesystem and waits until serving has stopped.
 func (f *FS) Unmount() error {
+	if f.unmount != nil {
+		return f.unmountOther()
+	}
 	if f.unhookExit != nil {
 		f.unhookExit()
 	}
@@ -278,6 +309,30 @@ func (f *FS) Unmount() error {
 		} else {
 			<-done
 		}
+	}
+	f.stopRawReaper()
+	f.tgids.close()
+	return err
+}
+
+// unmountOther detaches a mount made by Options.Mount: its connection is
+// ended first (nothing of a torn-down testbed waits on it), then the
+// mounter lets it go.
+func (f *FS) unmountOther() error {
+	if f.unhookExit != nil {
+		f.unhookExit()
+	}
+	f.Abort()
+	if f.rootFd > 0 {
+		unix.Close(f.rootFd)
+		f.rootFd = 0
+	}
+	err := f.unmount()
+	done := make(chan struct{})
+	go func() { f.waitServed(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
 	}
 	f.stopRawReaper()
 	f.tgids.close()

@@ -106,3 +106,21 @@ func (m Macro) String() string {
 	}
 	return "Macro(?)"
 }
+
+// MacroPrefix starts every macro's C name.
+const MacroPrefix = "NEURON_IOCTL_"
+
+// MacroNamed finds a macro by its C name, with or without MacroPrefix,
+// in any case (fault lists name commands so: "MEM_ALLOC").
+func MacroNamed(name string) (Macro, bool) {
+	name = strings.ToUpper(name)
+	if !strings.HasPrefix(name, MacroPrefix) {
+		name = MacroPrefix + name
+	}
+	for m := range macroNames {
+		if m > 0 && macroNames[m] == name {
+			return Macro(m), true
+		}
+	}
+	return 0, false
+}

@@ -3,6 +3,7 @@ package testbed
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
@@ -24,6 +25,9 @@ type launchConfig struct {
 	Root   string          `json:"root"`
 	Layout hostview.Layout `json:"layout"`
 	Direct bool            `json:"direct"` // device descriptors are memory files
+	// Rootless: a copy of the mount follows the configuration, to attach
+	// at Root (usermount.go).
+	Rootless bool `json:"rootless"`
 }
 
 // Command returns a command that runs name with args inside the host, as
@@ -43,13 +47,16 @@ func (tb *Testbed) Command(name string, args ...string) *exec.Cmd {
 	// A private mount namespace (Go makes its mounts private), and no
 	// command outliving the test process's thread that started it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	if tb.um != nil {
+		cmd.SysProcAttr = asCaller()
+	}
 	return cmd
 }
 
 // accept serves the launchers of this testbed's commands until the
 // listener closes.
 func (tb *Testbed) accept() {
-	cfg, err := json.Marshal(launchConfig{Root: tb.root, Layout: tb.layout, Direct: tb.direct != nil})
+	cfg, err := json.Marshal(launchConfig{Root: tb.dir, Layout: tb.layout, Direct: tb.direct != nil, Rootless: tb.um != nil})
 	if err != nil {
 		tb.log.WithError(err).Error("launch configuration")
 		return
@@ -108,6 +115,9 @@ func (tb *Testbed) serve(conn *net.UnixConn, cfg []byte) {
 	if _, err := conn.Write(cfg); err != nil {
 		return
 	}
+	if tb.um != nil && tb.sendClone(conn) != nil {
+		return
+	}
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return
@@ -133,6 +143,9 @@ func (tb *Testbed) serve(conn *net.UnixConn, cfg []byte) {
 		Open:     tb.fsys.OpenFor,
 		Mmap:     tb.fsys.CheckMmap,
 		Log:      tb.log,
+	}
+	if tb.um != nil {
+		sc.View = fmt.Sprintf("/proc/%d/root", pid) // where its stand-ins are
 	}
 	if tb.direct != nil {
 		sc.Files, sc.Open, sc.Direct = tb.direct.Paths(), tb.direct.Open, tb.direct

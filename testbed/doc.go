@@ -24,13 +24,16 @@
 // and the guard's recognise those runs before any test code, so a test
 // binary needs no TestMain for them.
 //
-// Requirements: root and /dev/fuse; FUSE passthrough (Linux 6.9) is used
-// where present, else the commands' device descriptors are served by the
-// supervisor. Unlike `neuronfs run`, a testbed does not yet work without
-// root: it mounts from the test process itself. Where a host cannot
-// start, New fails the test with one line naming what is missing: a
-// device suite that silently skips passes for nothing. Skipping is opted
-// into, per test with the SkipWithoutHost option or for the whole run
-// with NEURONFS_SKIP_WITHOUT_HOST=1; NEURONFS_REQUIRE_FUSE=1 (as CI sets
-// it) makes it a failure whatever was opted into.
+// Requirements: /dev/fuse, and root or, without root, an unprivileged
+// user namespace (as `neuronfs run` needs without root). FUSE passthrough
+// (Linux 6.9, root only) is used where present, else the commands' device
+// descriptors are served by the supervisor. Without root a mounter, the
+// test binary re-executed in a user namespace of its own, mounts for the
+// test process, and each command attaches a copy of that mount
+// (usermount.go, docs/testing.md). Where a host cannot start, New fails
+// the test with one line naming what is missing: a device suite that
+// silently skips passes for nothing. Skipping is opted into, per test
+// with the SkipWithoutHost option or for the whole run with
+// NEURONFS_SKIP_WITHOUT_HOST=1; NEURONFS_REQUIRE_FUSE=1 (as CI sets it)
+// makes it a failure whatever was opted into.
 package testbed

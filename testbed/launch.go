@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -45,11 +46,20 @@ func launch(sock, name string) int {
 	if err := json.Unmarshal(buf[:n], &cfg); err != nil {
 		return fail(err)
 	}
+	if cfg.Rootless {
+		mnt, err := hostview.ReceiveFD(fd)
+		if err == nil {
+			err = attachClone(mnt, cfg.Root)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
 	devDir, err := hostview.OverlayDev(cfg.Layout)
 	if err != nil {
 		return fail(err)
 	}
-	if err := hostview.Build(cfg.Layout, devDir, cfg.Root, true, false); err != nil {
+	if err := hostview.Build(cfg.Layout, devDir, cfg.Root, true, cfg.Rootless); err != nil {
 		return fail(err)
 	}
 	var env []string
@@ -60,7 +70,14 @@ func launch(sock, name string) int {
 	}
 	env = append(env, hostview.ControlEnv+"="+hostview.ControlPath)
 	argv := append([]string{name}, os.Args[1:]...)
-	err = hostview.Exec(fd, os.Geteuid(), os.Getegid(), cfg.Direct, false, argv, env)
+	if cfg.Rootless {
+		// On the thread that execs: the command holds no capability.
+		runtime.LockOSThread()
+		if err := dropCaps(); err != nil {
+			return fail(err)
+		}
+	}
+	err = hostview.Exec(fd, os.Geteuid(), os.Getegid(), cfg.Direct, cfg.Rootless, argv, env)
 	var se *hostview.StartError
 	if errors.As(err, &se) {
 		fmt.Fprintf(os.Stderr, "testbed: %v\n", se.Err)

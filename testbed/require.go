@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +17,7 @@ const SkipEnv = "NEURONFS_SKIP_WITHOUT_HOST"
 const requireEnv = "NEURONFS_REQUIRE_FUSE"
 
 // SkipWithoutHost makes New skip the test, rather than fail it, where a
-// host cannot start (no root, no /dev/fuse): for suites that also run
+// host cannot start (no /dev/fuse; without root, no user namespace): for suites that also run
 // where device tests cannot. $NEURONFS_SKIP_WITHOUT_HOST=1 does the same
 // for every test; NEURONFS_REQUIRE_FUSE=1 overrides both.
 func SkipWithoutHost() Option {
@@ -25,22 +26,37 @@ func SkipWithoutHost() Option {
 
 // hostFacts are what a host needs from the machine, as New finds them.
 type hostFacts struct {
-	euid    int
-	fuseErr error // of read-write access to /dev/fuse
+	euid     int
+	fuseErr  error  // of read-write access to /dev/fuse
+	noUserns string // the sysctl that forbids unprivileged user namespaces, or ""
+}
+
+// usernsOff are the sysctls that, at 0, forbid an unprivileged user
+// namespace, which a testbed without root mounts from.
+var usernsOff = []struct{ name, file string }{
+	{"user.max_user_namespaces", "/proc/sys/user/max_user_namespaces"},
+	{"kernel.unprivileged_userns_clone", "/proc/sys/kernel/unprivileged_userns_clone"},
 }
 
 func readHostFacts() hostFacts {
-	return hostFacts{euid: os.Geteuid(), fuseErr: unix.Access("/dev/fuse", unix.R_OK|unix.W_OK)}
+	f := hostFacts{euid: os.Geteuid(), fuseErr: unix.Access("/dev/fuse", unix.R_OK|unix.W_OK)}
+	for _, s := range usernsOff {
+		if b, err := os.ReadFile(s.file); err == nil && strings.TrimSpace(string(b)) == "0" {
+			f.noUserns = s.name
+			break
+		}
+	}
+	return f
 }
 
 // missing names, in one line, what keeps a host from starting here, or
 // is "".
 func (f hostFacts) missing() string {
-	if f.euid != 0 {
-		return "a testbed needs root: it mounts its FUSE file system from the test process, which has no user namespace of its own (neuronfs run works without root; the testbed does not yet)"
-	}
 	if f.fuseErr != nil {
-		return "a testbed needs /dev/fuse: " + f.fuseErr.Error()
+		return "a testbed needs read-write access to /dev/fuse: " + f.fuseErr.Error()
+	}
+	if f.euid != 0 && f.noUserns != "" {
+		return "a testbed without root needs an unprivileged user namespace, which sysctl " + f.noUserns + "=0 forbids (raise it, or run the test as root)"
 	}
 	return ""
 }

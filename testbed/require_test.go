@@ -21,7 +21,7 @@ func (r *recordTB) Fatalf(f string, a ...any) { r.failed = fmt.Sprintf(f, a...) 
 // is missing; skipping is opted into (the option or $NEURONFS_SKIP_WITHOUT_HOST=1),
 // and NEURONFS_REQUIRE_FUSE=1 makes it a failure again.
 func TestRequireHostFailsUnlessSkipAsked(t *testing.T) {
-	noRoot := hostFacts{euid: 1000}
+	noRoot := hostFacts{euid: 1000, noUserns: "user.max_user_namespaces"}
 	noFUSE := hostFacts{fuseErr: errors.New("permission denied")}
 	for _, c := range []struct {
 		name      string
@@ -31,12 +31,13 @@ func TestRequireHostFailsUnlessSkipAsked(t *testing.T) {
 		skip, err string // what the line holds, or ""
 	}{
 		{"root and /dev/fuse", hostFacts{}, false, nil, "", ""},
-		{"no root", noRoot, false, nil, "", "a testbed needs root"},
-		{"no /dev/fuse", noFUSE, false, nil, "", "a testbed needs /dev/fuse: permission denied"},
-		{"no root, option", noRoot, true, nil, "a testbed needs root", ""},
-		{"no root, env", noRoot, false, map[string]string{SkipEnv: "1"}, "a testbed needs root", ""},
-		{"no root, option, required", noRoot, true, map[string]string{requireEnv: "1"}, "", "a testbed needs root"},
-		{"no root, env, required", noRoot, false, map[string]string{SkipEnv: "1", requireEnv: "1"}, "", "a testbed needs root"},
+		{"no root, user namespaces", hostFacts{euid: 1000}, false, nil, "", ""},
+		{"no root", noRoot, false, nil, "", "a testbed without root needs an unprivileged user namespace"},
+		{"no /dev/fuse", noFUSE, false, nil, "", "a testbed needs read-write access to /dev/fuse: permission denied"},
+		{"no root, option", noRoot, true, nil, "a testbed without root needs an unprivileged user namespace", ""},
+		{"no root, env", noRoot, false, map[string]string{SkipEnv: "1"}, "a testbed without root needs an unprivileged user namespace", ""},
+		{"no root, option, required", noRoot, true, map[string]string{requireEnv: "1"}, "", "a testbed without root needs an unprivileged user namespace"},
+		{"no root, env, required", noRoot, false, map[string]string{SkipEnv: "1", requireEnv: "1"}, "", "a testbed without root needs an unprivileged user namespace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &recordTB{TB: t}

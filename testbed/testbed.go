@@ -21,7 +21,9 @@ import (
 
 // Testbed is one emulated host, served by the test process for one test.
 type Testbed struct {
-	root   string
+	root   string     // where this process sees the host's tree
+	dir    string     // the mount point, where a command's launcher attaches it
+	um     *userMount // the mounter, without root; else nil
 	sys    *device.System
 	fsys   *fs.FS
 	layout hostview.Layout
@@ -112,14 +114,14 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	// (see internal/exitguard). Without FUSE passthrough (Linux < 6.9) a command's device
 	// descriptors are the devices' memory files, served by the
 	// supervisor, as under `run --device-fds auto`.
-	fsys, err := fs.Mount(sys, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
+	fsys, at, um, err := mountHost(sys, self, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
 	if err != nil {
 		sys.Close()
 		return nil, err
 	}
-	tb := &Testbed{root: root, sys: sys, fsys: fsys, layout: hostview.LayoutOf(sys), log: log, self: self,
+	tb := &Testbed{root: at, dir: root, um: um, sys: sys, fsys: fsys, layout: hostview.LayoutOf(sys), log: log, self: self,
 		guard: g, children: map[int]int{}}
-	reg, err := g.Mount(root)
+	reg, err := tb.guardMount()
 	if err == nil && !fsys.MmapCoherent() {
 		tb.direct, err = fsys.NewDirect()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +31,9 @@ const ioctlEnv = "NEURONFS_TESTBED_IOCTL"
 func TestMain(m *testing.M) {
 	if os.Getenv(ioctlEnv) == "1" {
 		os.Exit(firstIoctl())
+	}
+	if n, err := strconv.Atoi(os.Getenv(allocsEnv)); err == nil {
+		os.Exit(allocs(n))
 	}
 	if name := os.Getenv(checkEnv); name != "" {
 		inst, err := dhal.LookupInstance(name)

@@ -59,11 +59,44 @@ func TestPytestPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pytest: %v\n%s", err, out)
 	}
-	for _, name := range []string{"test_devices_are_character_devices", "test_state_follows_an_open", "test_reset_failure", "test_bad_fault_list", "test_runs_on_the_instance_it_asks_for"} {
+	wantPytestPassed(t, out)
+}
+
+// wantPytestPassed checks that every test of the plugin's suite passed.
+func wantPytestPassed(t *testing.T, out string) {
+	t.Helper()
+	for _, name := range []string{"test_devices_are_character_devices", "test_state_follows_an_open", "test_reset_failure", "test_bad_fault_list", "test_runs_on_the_instance_it_asks_for", "test_fail_call", "test_fail_calls_randomly"} {
 		if !strings.Contains(out, "::"+name+" PASSED") {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}
 	}
+}
+
+// The plugin works without root, as run does: pytest as nobody starts its
+// sessions in rootless hosts and writes faults there.
+func TestPytestPluginRootless(t *testing.T) {
+	py := pytestPython(t)
+	bin := binaryCopy(t, "neuronfs")
+	dir, err := filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := asNobody(t, bin)
+	// asnobody execs python, not the binary.
+	pytest := []string{py, "-m", "pytest", "-p", "pytest_neuronfs", "-p", "no:cacheprovider", "-v",
+		"--neuron-instance", "trn2.3xlarge", "--neuronfs-arg=--log-level=error", "tests"}
+	for i, kv := range cmd.Env {
+		if strings.HasPrefix(kv, nobodyArgsEnv+"=") {
+			cmd.Env[i] = nobodyArgsEnv + "=" + strings.Join(pytest, "\t")
+		}
+	}
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Env, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1", "NEURONFS_BIN="+bin)
+	out, err := guardedOutput(t, cmd)
+	if err != nil {
+		t.Fatalf("pytest as nobody: %v\n%s", err, out)
+	}
+	wantPytestPassed(t, out)
 }
 
 // guardedOutput runs cmd, registered with the binary's exit guard so a

@@ -80,6 +80,10 @@ type Config struct {
 	// been installed with InstallFilter(true).
 	Direct Direct
 	Log    *logrus.Entry
+	// View is where the supervisor sees the commands' root when it does
+	// not share their mount namespace (/proc/PID/root): the stand-ins of
+	// Nodes are looked for there. Empty: the supervisor's own root.
+	View string
 }
 
 // Direct serves the calls on device descriptors that reach no FUSE file
@@ -137,11 +141,11 @@ func Serve(cfg Config) error {
 	}
 	for minor, p := range cfg.Nodes {
 		// The nodes are the commands' paths, which the supervisor sees
-		// only when it shares their mount namespace (run does; testbed
-		// does not, and makes no stand-ins): a node it cannot see is no
+		// where it shares their mount namespace (run does) or through
+		// View (a testbed without root): a node it cannot see is no
 		// stand-in of its.
 		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
+		if err := unix.Stat(cfg.View+p, &st); err != nil {
 			continue
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) != cfg.Major {

@@ -1,5 +1,6 @@
 """A client of neuronfs's control interface (docs/control.md), standard library only."""
 
+import errno
 import glob
 import json
 import os
@@ -7,6 +8,13 @@ import time
 
 CONTROL_ENV = "NEURONFS_CONTROL"
 VERSION = 1  # the control interface version this client reads
+
+
+def _errno_name(err):
+    """An errno's name for a fault list: "ENOMEM" for errno.ENOMEM."""
+    if isinstance(err, int):
+        return errno.errorcode.get(err, "ENOTSUPP" if err == 524 else str(err))
+    return err
 
 
 class NeuronHost:
@@ -57,6 +65,22 @@ class NeuronHost:
 
     def clear_faults(self):
         self.inject("none")
+
+    def fail_call(self, command, err, nth=1, repeat=False):
+        """Fail the nth call (from 1) of the ioctl `command` with `err`.
+
+        `command` is the driver's name, with or without NEURON_IOCTL_
+        ("MEM_ALLOC"); `err` an errno name ("ENOMEM") or number
+        (errno.ENOMEM). Calls are counted on the whole host from now; the
+        calls before and after the nth pass, unless repeat fails every
+        call from the nth on.
+        """
+        self.inject(f"fail:{command}:{_errno_name(err)}:{int(nth)}{'+' if repeat else ''}")
+
+    def fail_calls_randomly(self, command, err, percent, seed):
+        """Fail each call of `command` with the chance `percent` (0.01 to
+        100); the same seed fails the same calls, on any host."""
+        self.inject(f"fail:{command}:{_errno_name(err)}:{percent:g}%:{int(seed)}")
 
     def wait_for(self, predicate, timeout=10.0, interval=0.001):
         """Poll the state until predicate(state) holds; return that state.

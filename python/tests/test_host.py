@@ -49,3 +49,44 @@ def test_bad_fault_list(neuron_host):
     with open("/sys/class/neuron_device/neuron0/reset", "w") as f:
         f.write("1\n")
     neuron_host.wait_for(lambda s: s["devices"][0]["resets"]["last"] == "ok" and s["devices"][0]["state"] == "ready")
+
+
+def _mem_allocs(n):
+    """Issue n legacy MEM_ALLOCs of 4 KiB on /dev/neuron0; each call's errno name or "ok"."""
+    import ctypes
+    import fcntl
+    import struct
+    mem_alloc = 0x80084E15  # NEURON_IOCTL_MEM_ALLOC
+    handle = ctypes.c_uint64()
+    out = []
+    fd = os.open("/dev/neuron0", os.O_RDWR)
+    try:
+        for _ in range(n):
+            arg = bytearray(struct.pack("<QIIIIQ", 4096, 0, 0, 0, 0, ctypes.addressof(handle)))
+            try:
+                fcntl.ioctl(fd, mem_alloc, arg, True)
+                out.append("ok")
+            except OSError as e:
+                out.append(errno.errorcode[e.errno])
+    finally:
+        os.close(fd)
+    return out
+
+
+def test_fail_call(neuron_host):
+    neuron_host.fail_call("MEM_ALLOC", errno.ENOMEM, nth=3)
+    assert neuron_host.faults() == ["fail:MEM_ALLOC:ENOMEM:3"]
+    assert _mem_allocs(5) == ["ok", "ok", "ENOMEM", "ok", "ok"]
+    neuron_host.fail_call("MEM_ALLOC", "EIO", nth=2, repeat=True)
+    assert _mem_allocs(3) == ["ok", "EIO", "EIO"]
+    with pytest.raises(ValueError, match="N from 1"):
+        neuron_host.fail_call("MEM_ALLOC", "ENOMEM", nth=0)
+
+
+def test_fail_calls_randomly(neuron_host):
+    runs = []
+    for _ in range(2):
+        neuron_host.fail_calls_randomly("MEM_ALLOC", errno.ENOMEM, 50, seed=1234)
+        runs.append(_mem_allocs(24))
+    assert runs[0] == runs[1]  # setting the fault again starts its count again
+    assert "ok" in runs[0] and "ENOMEM" in runs[0]
