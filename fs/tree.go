@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"os"
 	goruntime "runtime"
 	"strings"
@@ -174,9 +175,11 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	timeout := time.Hour
 	nodeOpts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:        "neuronfs",
-			Name:          "neuronfs",
-			Debug:         opts.Debug,
+			FsName: "neuronfs",
+			Name:   "neuronfs",
+			Debug:  opts.Debug,
+			// --debug-fuse's lines go where the daemon's log goes.
+			Logger:        stdlog.New(log.Logger.Out, "", stdlog.LstdFlags|stdlog.Lmicroseconds),
 			DisableXAttrs: true,
 			MaxWrite:      maxWrite,
 			MaxReadAhead:  4096,

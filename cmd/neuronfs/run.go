@@ -105,6 +105,12 @@ func cmdRun(args []string) int {
 	} else if err := preflight(); err != nil {
 		return failLine("run", err)
 	}
+	// The daemon logs to a file, never into CMD's streams (logfile.go).
+	daemonLog, err := runLogFile(h.logFile.path, h.logLevel)
+	if err != nil {
+		return failLine("run", err)
+	}
+	h.logFile.path = daemonLog.path
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
@@ -144,6 +150,7 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "neuronfs: the daemon died (%v); the program was stopped\n", cmd.ProcessState)
 		reapOrphans(orphanBudget)
 	}
+	daemonLog.report()
 	return status
 }
 
