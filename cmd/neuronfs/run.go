@@ -136,6 +136,9 @@ func cmdRun(args []string) int {
 	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
 	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
 	if err != nil {
+		if e := reexecError(self, err); e != nil {
+			return failLine("run", e)
+		}
 		if rootless {
 			return failLine("run", readUsernsFacts().cloneFailed(err))
 		}
