@@ -85,7 +85,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any semaphore)")
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
-	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed (also writable at MOUNT/neuronfs/faults)")
+	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed (later: write the file faults in the control directory, $NEURONFS_CONTROL under run, MOUNTPOINT/neuronfs under mount)")
 	h.transport = defaultTransport()
 	fs.Var(&h.transport, "fuse-transport", "FUSE transport: auto (io_uring where the kernel offers it), uring or classic; $"+transportEnv+" sets the default")
 	if env := os.Getenv(device.BackingEnv); env != "" {

@@ -149,6 +149,13 @@ func TestHelpIsClean(t *testing.T) {
 	if out, _, _ := inProcess(t, "help", "run"); !strings.Contains(out, "\n  --instance string\n") || !strings.Contains(out, "(default warning)") {
 		t.Errorf("help run: %q", out)
 	}
+	// run's help shows how it is used, and where its faults file is.
+	out, _, _ := inProcess(t, "help", "run")
+	_, inject, _ := strings.Cut(out, "\n  --inject string\n")
+	inject, _, _ = strings.Cut(inject, "\n  --")
+	if !strings.Contains(out, "\nexamples:\n  neuronfs run ") || !strings.Contains(inject, "$NEURONFS_CONTROL") || strings.Contains(inject, "MOUNT/neuronfs/faults") {
+		t.Errorf("help run: no examples, or --inject names the wrong faults file: %q", out)
+	}
 }
 
 // instances lists the profiles in family and size order, and counts in
