@@ -113,7 +113,7 @@ func traceCommand(sess *trace.Session, argv []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
 		return 127
 	}
-	if err := sess.Add(cmd.Process.Pid); err != nil {
+	if err := sess.AddLauncher(cmd.Process.Pid); err != nil {
 		w.Close() // the tracee exits without running CMD
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
 		wait()
