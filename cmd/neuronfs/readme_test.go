@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,34 @@ func TestDocUsageErrorExample(t *testing.T) {
 		if !strings.Contains(doc.text, doc.want) {
 			t.Errorf("%s's exit-status rule lacks %q", doc.name, doc.want)
 		}
+	}
+}
+
+// Every test the README's table of verified software names exists in
+// this package, so a row's check cannot silently go away.
+func TestDocVerifiedSoftwareTests(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(b), "\n## What works with it\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	var src strings.Builder
+	files, _ := filepath.Glob("*_test.go")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		src.Write(b)
+	}
+	named := 0
+	for _, m := range regexp.MustCompile("go test -run '?([A-Za-z|\\\\]+)'? ./cmd/neuronfs").FindAllStringSubmatch(table, -1) {
+		for _, name := range strings.Split(strings.ReplaceAll(m[1], `\|`, "|"), "|") {
+			named++
+			if !strings.Contains(src.String(), "\nfunc "+name+"(t *testing.T)") {
+				t.Errorf("the README's table names %s, which cmd/neuronfs does not have", name)
+			}
+		}
+	}
+	if named < 4 {
+		t.Fatalf("the README's table names %d tests; want a command per checked row", named)
 	}
 }
