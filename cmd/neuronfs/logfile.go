@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,8 +48,14 @@ func (f *logFileFlag) check() error {
 	if f.path == "" {
 		return nil
 	}
+	// The file's directory may be missing if its parent is there: run's
+	// default directory is made at the first record (lazyFile).
 	dir := filepath.Dir(f.path)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if st, err := os.Stat(filepath.Dir(dir)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--log-file %s: no directory %s", f.path, dir)
+		}
+	} else if err != nil || !st.IsDir() {
 		return fmt.Errorf("--log-file %s: no directory %s", f.path, dir)
 	}
 	if st, err := os.Stat(f.path); err == nil && st.IsDir() {
@@ -77,6 +85,9 @@ type lazyFile struct {
 
 func (l *lazyFile) Write(p []byte) (int, error) {
 	l.once.Do(func() {
+		// run's default directory is made with the first record too;
+		// one that exists was checked by run (runLogDir).
+		os.Mkdir(filepath.Dir(l.path), 0o700)
 		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			// Losing the records would hide what went wrong: they go
@@ -119,16 +130,14 @@ func runLogFile(given, level string) (*runLog, error) {
 // runLogDir is the directory of run's default log files: the user's
 // runtime directory where the session has one, else one under the
 // temporary directory. It must be this user's alone, since the daemon
-// (root under sudo) writes there.
+// (root under sudo) writes there; the daemon makes it (0700) at its first
+// record, so a quiet run leaves nothing.
 func runLogDir() (string, error) {
 	dir := filepath.Join(os.TempDir(), "neuronfs-"+strconv.Itoa(os.Geteuid()))
 	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && ownDir(rt) == nil {
 		dir = filepath.Join(rt, "neuronfs")
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-		return "", fmt.Errorf("the log directory %s: %w (choose a file with --log-file)", dir, err)
-	}
-	if err := ownDir(dir); err != nil {
+	if err := ownDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("the log directory %s: %w (choose a file with --log-file)", dir, err)
 	}
 	return dir, nil

@@ -59,15 +59,15 @@ func TestLogFileKeepsCMDStreamsClean(t *testing.T) {
 }
 
 // By default the file is the run's own, in the user's runtime directory,
-// and made only when something is logged.
+// and made (with its directory, 0700) only when something is logged.
 func TestLogFileDefault(t *testing.T) {
 	rt := t.TempDir()
 	env := []string{"XDG_RUNTIME_DIR=" + rt}
 	if stdout, stderr := runLogged(t, env, "--", "true"); stdout != "" || stderr != "" {
 		t.Fatalf("a quiet run printed %q, %q", stdout, stderr)
 	}
-	if files, _ := os.ReadDir(filepath.Join(rt, "neuronfs")); len(files) != 0 {
-		t.Fatalf("a quiet run left %v", files)
+	if _, err := os.Lstat(filepath.Join(rt, "neuronfs")); !os.IsNotExist(err) {
+		t.Fatalf("a quiet run left its log directory: %v", err)
 	}
 	_, stderr := runLogged(t, env, "--", "sh", "-c", badFaults)
 	path, ok := strings.CutPrefix(strings.TrimSuffix(stderr, "\n"), "neuronfs run: the daemon logged warnings or errors: see ")
@@ -76,6 +76,9 @@ func TestLogFileDefault(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "faults: bad request") {
 		t.Fatalf("%s: %v, %q", path, err, b)
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("the log directory: %v, %v; want mode 0700", st.Mode(), err)
 	}
 }
 

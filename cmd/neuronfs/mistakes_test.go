@@ -53,6 +53,7 @@ func TestMistakesAreOneLine(t *testing.T) {
 		{[]string{"--exec-latency", "soon"}, `--exec-latency "soon": want a duration`},
 		{[]string{"--time-scale", "0"}, "--time-scale 0: want a positive factor"},
 		{[]string{"--exec-trace", "/nonexistent-neuronfs-dir/exec.json"}, "--exec-trace /nonexistent-neuronfs-dir/exec.json: no directory"},
+		{[]string{"--log-file", "/nonexistent-neuronfs-dir/logs/daemon.log"}, "--log-file /nonexistent-neuronfs-dir/logs/daemon.log: no directory"},
 		{[]string{"--arch", "v9"}, `--arch: unknown architecture "v9"`},
 		{[]string{"--arch", "v2", "--instance", "trn2.48xlarge"}, "--arch v2: trn2.48xlarge is v3"},
 		{[]string{"--log-level", "loud"}, `--log-level "loud": want debug, info, warning or error`},
