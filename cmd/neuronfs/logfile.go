@@ -37,6 +37,11 @@ func (f *logFileFlag) Set(v string) error {
 	if err != nil {
 		return fmt.Errorf("log file %q: %w", v, err)
 	}
+	// The daemon follows no link on the way (openLog): the user's own
+	// links in the directory's path are resolved here.
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
 	f.path = abs
 	return nil
 }
@@ -85,10 +90,7 @@ type lazyFile struct {
 
 func (l *lazyFile) Write(p []byte) (int, error) {
 	l.once.Do(func() {
-		// run's default directory is made with the first record too;
-		// one that exists was checked by run (runLogDir).
-		os.Mkdir(filepath.Dir(l.path), 0o700)
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		f, err := openLog(l.path)
 		if err != nil {
 			// Losing the records would hide what went wrong: they go
 			// to standard error after one line saying why.
@@ -99,6 +101,26 @@ func (l *lazyFile) Write(p []byte) (int, error) {
 		l.w = f
 	})
 	return l.w.Write(p)
+}
+
+// openLog opens path for appending. run's default directory is made
+// with the first record; one that existed was checked by run (runLogDir).
+// Neither the file nor its directory is followed if it is a symbolic
+// link: the directory may be in /tmp, where someone else could have put
+// a link to a place the daemon (root under sudo) must not write.
+func openLog(path string) (*os.File, error) {
+	dir := filepath.Dir(path)
+	os.Mkdir(dir, 0o700)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, filepath.Base(path), unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // runLog is the log file of one run, as run (the parent of the daemon)

@@ -116,3 +116,34 @@ func TestLogFileReport(t *testing.T) {
 		}
 	}
 }
+
+// The default log directory is refused when it is a link or not the
+// caller's alone, and the daemon follows no link to its file.
+func TestLogFileRefusesLinks(t *testing.T) {
+	rt, elsewhere := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	if err := os.Symlink(elsewhere, filepath.Join(rt, "neuronfs")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runLogFile("", "warning"); err == nil || !strings.Contains(err.Error(), "the log directory") {
+		t.Errorf("a linked log directory: %v", err)
+	}
+	if f, err := openLog(filepath.Join(rt, "neuronfs", "run-1.log")); err == nil {
+		f.Close()
+		t.Errorf("openLog followed a linked directory")
+	}
+	os.Symlink(filepath.Join(elsewhere, "target"), filepath.Join(elsewhere, "run-2.log"))
+	if f, err := openLog(filepath.Join(elsewhere, "run-2.log")); err == nil {
+		f.Close()
+		t.Errorf("openLog followed a linked file")
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "target")); !os.IsNotExist(err) {
+		t.Errorf("a file was made through a link: %v", err)
+	}
+	os.Remove(filepath.Join(rt, "neuronfs"))
+	os.Mkdir(filepath.Join(rt, "neuronfs"), 0o777)
+	os.Chmod(filepath.Join(rt, "neuronfs"), 0o777)
+	if _, err := runLogFile("", "warning"); err == nil || !strings.Contains(err.Error(), "want a directory only uid") {
+		t.Errorf("a log directory writable by others: %v", err)
+	}
+}
