@@ -128,12 +128,14 @@ func openLog(path string) (*os.File, error) {
 type runLog struct {
 	path   string
 	start  int64 // the file's size before the daemon started: older records are not this run's
-	always bool  // name the file whatever it holds (a level below warning was asked for)
+	always bool  // name the file whatever it holds (more than warnings was asked for)
 }
 
 // runLogFile picks the daemon's log file for run (the user's, or the
-// default) and notes where this run's records will start.
-func runLogFile(given, level string) (*runLog, error) {
+// default) and notes where this run's records will start. With a level
+// below warning, or --debug-fuse, the user asked for more than warnings:
+// the file is named whatever it holds.
+func runLogFile(given, level string, debugFUSE bool) (*runLog, error) {
 	path := given
 	if path == "" {
 		dir, err := runLogDir()
@@ -142,7 +144,7 @@ func runLogFile(given, level string) (*runLog, error) {
 		}
 		path = filepath.Join(dir, "run-"+strconv.Itoa(os.Getpid())+".log")
 	}
-	l := &runLog{path: path, always: level == "info" || level == "debug"}
+	l := &runLog{path: path, always: level == "info" || level == "debug" || debugFUSE}
 	if st, err := os.Stat(path); err == nil {
 		l.start = st.Size()
 	}

@@ -58,6 +58,20 @@ func TestLogFileKeepsCMDStreamsClean(t *testing.T) {
 	}
 }
 
+// --debug-fuse's request lines follow the log into its file, and run
+// names the file, which holds more than warnings, as asked.
+func TestLogFileDebugFUSE(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "daemon.log")
+	stdout, stderr := runLogged(t, nil, "--debug-fuse", "--log-file="+file, "--", "cat", "/sys/module/neuron/version")
+	b, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(b), "LOOKUP") {
+		t.Fatalf("log file: %v, %.500q", err, b)
+	}
+	if want := "neuronfs run: the daemon's log is in " + file + "\n"; stdout != "2.25.4.0\n" || stderr != want {
+		t.Fatalf("stdout %q, stderr %q; want the version and %q", stdout, stderr, want)
+	}
+}
+
 // By default the file is the run's own, in the user's runtime directory,
 // and made (with its directory, 0700) only when something is logged.
 func TestLogFileDefault(t *testing.T) {
@@ -101,7 +115,7 @@ func TestLogFileReport(t *testing.T) {
 	} {
 		path := filepath.Join(dir, "log")
 		os.WriteFile(path, []byte(c.old), 0o600)
-		l, err := runLogFile(path, map[bool]string{true: "debug", false: "warning"}[c.always])
+		l, err := runLogFile(path, map[bool]string{true: "debug", false: "warning"}[c.always], false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +139,7 @@ func TestLogFileRefusesLinks(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(rt, "neuronfs")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runLogFile("", "warning"); err == nil || !strings.Contains(err.Error(), "the log directory") {
+	if _, err := runLogFile("", "warning", false); err == nil || !strings.Contains(err.Error(), "the log directory") {
 		t.Errorf("a linked log directory: %v", err)
 	}
 	if f, err := openLog(filepath.Join(rt, "neuronfs", "run-1.log")); err == nil {
@@ -143,7 +157,7 @@ func TestLogFileRefusesLinks(t *testing.T) {
 	os.Remove(filepath.Join(rt, "neuronfs"))
 	os.Mkdir(filepath.Join(rt, "neuronfs"), 0o777)
 	os.Chmod(filepath.Join(rt, "neuronfs"), 0o777)
-	if _, err := runLogFile("", "warning"); err == nil || !strings.Contains(err.Error(), "want a directory only uid") {
+	if _, err := runLogFile("", "warning", false); err == nil || !strings.Contains(err.Error(), "want a directory only uid") {
 		t.Errorf("a log directory writable by others: %v", err)
 	}
 }

@@ -106,7 +106,7 @@ func cmdRun(args []string) int {
 		return failLine("run", err)
 	}
 	// The daemon logs to a file, never into CMD's streams (logfile.go).
-	daemonLog, err := runLogFile(h.logFile.path, h.logLevel)
+	daemonLog, err := runLogFile(h.logFile.path, h.logLevel, h.debug)
 	if err != nil {
 		return failLine("run", err)
 	}
