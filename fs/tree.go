@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"os"
 	goruntime "runtime"
 	"strings"
@@ -146,6 +147,20 @@ type Options struct {
 	selfTestHold func()
 }
 
+// mountOptions are go-fuse's options for the mount; with debug it logs
+// every request where the daemon's log goes.
+func mountOptions(debug bool, log *logrus.Entry) fuse.MountOptions {
+	return fuse.MountOptions{
+		FsName:        "neuronfs",
+		Name:          "neuronfs",
+		Debug:         debug,
+		Logger:        stdlog.New(log.Logger.Out, "", stdlog.LstdFlags|stdlog.Lmicroseconds),
+		DisableXAttrs: true,
+		MaxWrite:      maxWrite,
+		MaxReadAhead:  4096,
+	}
+}
+
 // Mount serves sys at dir and returns once the kernel answers requests.
 func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	log := opts.Log
@@ -179,14 +194,7 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	// The tree never changes shape while mounted: let the kernel cache it.
 	timeout := time.Hour
 	nodeOpts := &gofs.Options{
-		MountOptions: fuse.MountOptions{
-			FsName:        "neuronfs",
-			Name:          "neuronfs",
-			Debug:         opts.Debug,
-			DisableXAttrs: true,
-			MaxWrite:      maxWrite,
-			MaxReadAhead:  4096,
-		},
+		MountOptions: mountOptions(opts.Debug, log),
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 		OnAdd:        func(ctx context.Context) { f.build(ctx) },

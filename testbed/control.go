@@ -12,10 +12,27 @@ import (
 	"github.com/neuronfs/neuronfs/device"
 )
 
-// State is the control interface's state document (docs/control.md).
+// State is the control interface's state document (docs/control.md); it
+// is device.HostState, whose fields are:
+//
+//	Version       int           // the control interface's version (1)
+//	Instance      string        // the EC2 instance type, e.g. trn2.48xlarge
+//	DriverVersion string        // the emulated driver, e.g. 2.25.4.0
+//	Major         uint32        // the character major of /dev/neuronN
+//	Faults        []string      // the faults that are on, as --inject names them
+//	Devices       []DeviceState // one per device, by index
 type State = device.HostState
 
-// DeviceState is one device of a State.
+// DeviceState is one device of a State (device.DeviceState):
+//
+//	Index      int               // N of /dev/neuronN
+//	Name       string            // neuronN
+//	State      string            // ready, reset (one in progress) or invalid (the last reset failed)
+//	PIDs       []int32           // the processes attached, in the driver's slot order
+//	Opens      int               // normal-descriptor opens not yet released
+//	Resets     device.Resets     // Count of firmware resets, and how the Last ended: ok, failed or none
+//	HostMemory map[string]uint64 // bytes held now per host-memory category
+//	Cores      []device.CoreState // the active cores: memory, counters, semaphores, events, queues
 type DeviceState = device.DeviceState
 
 // InjectFaults writes a fault list to the control interface, in the

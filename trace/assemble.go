@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +33,9 @@ type assembler struct {
 	// deviceFD mirrors the fd table's devices into the probe (nil: none).
 	deviceFD func(tgid, fd int, device bool) error
 	children bool // new processes are followed (see lifetime)
+	// launcher is the process that execs the traced command
+	// (launcher.go), set by the session's caller before it is followed.
+	launcher atomic.Pointer[launcherState]
 }
 
 type mapping struct {

@@ -5,6 +5,9 @@ import "bytes"
 // lifetime records a fork, exec or exit of a traced task, so a replay knows
 // which calls came from which process and when each process ended.
 func (a *assembler) lifetime(e rawEvent) error {
+	if a.dropLauncher(e) {
+		return nil
+	}
 	r := Record{TID: e.tid, TGID: e.tgid, Time: a.wall(e.ts), FD: -1}
 	switch e.kind {
 	case kindFork:

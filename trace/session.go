@@ -103,6 +103,13 @@ func driverFacts(root string) (version, arch, instance string) {
 // now on).
 func (s *Session) Add(pid int) error { return s.probe.Add(pid) }
 
+// AddLauncher is Add for a launcher that will exec the command to trace:
+// its own threads are left out of the trace (launcher.go).
+func (s *Session) AddLauncher(pid int) error {
+	s.asm.launcher.Store(&launcherState{tgid: pid, children: map[int]bool{}})
+	return s.probe.Add(pid)
+}
+
 // pollInterval is how often the reader looks for events the probe did not
 // wake it for.
 const pollInterval = 5 * time.Millisecond

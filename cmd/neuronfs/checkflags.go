@@ -67,6 +67,9 @@ func (h *hostFlags) check() error {
 	if err := h.execTrace.check(); err != nil {
 		return err
 	}
+	if err := h.logFile.check(); err != nil {
+		return err
+	}
 	if err := device.CheckFaults(h.inject); err != nil {
 		return fmt.Errorf("--inject: %w", err)
 	}

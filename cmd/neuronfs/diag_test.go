@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func (l *lockedBuffer) String() string {
 const dumpEnd = "=== end of goroutine dump ==="
 
 // waitForDumps waits until the log holds n complete goroutine dumps.
-func waitForDumps(t *testing.T, log *lockedBuffer, n int) string {
+func waitForDumps(t *testing.T, log fmt.Stringer, n int) string {
 	t.Helper()
 	waitFor(t, "a goroutine dump in the log", func() bool { return strings.Count(log.String(), dumpEnd) >= n })
 	return log.String()
@@ -91,9 +92,11 @@ func TestSIGUSR1DumpsAndKeepsServing(t *testing.T) {
 // Under run, the daemon is the namespace's child: kill -USR1 on the run
 // command reaches it, and CMD (which does not expect SIGUSR1) goes on.
 func TestRunForwardsSIGUSR1(t *testing.T) {
-	cmd := neuronfs(t, "run", "--instance=inf2.xlarge", "--", os.Args[0], "__client", "wait")
-	log := &lockedBuffer{}
-	cmd.Stderr = log
+	// The dump goes to the daemon's log file, not to CMD's stderr.
+	log := logFileReader(filepath.Join(t.TempDir(), "daemon.log"))
+	cmd := neuronfs(t, "run", "--instance=inf2.xlarge", "--log-file="+string(log), "--", os.Args[0], "__client", "wait")
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -111,4 +114,15 @@ func TestRunForwardsSIGUSR1(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%.2000s", err, log)
 	}
+	if strings.Contains(stderr.String(), dumpEnd) {
+		t.Fatalf("the dump is on CMD's stderr:\n%.2000s", stderr)
+	}
+}
+
+// logFileReader reads a log file as it grows.
+type logFileReader string
+
+func (f logFileReader) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
 }

@@ -35,7 +35,17 @@ func TestMain(m *testing.M) {
 		return
 	}
 	testutil.StartGuard()
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests with the default log files of the runs they
+// start (logfile.go) in a directory of their own, removed afterwards.
+func runTests(m *testing.M) int {
+	if dir, err := os.MkdirTemp("", "neuronfs-test-logs-"); err == nil {
+		os.Setenv("XDG_RUNTIME_DIR", dir)
+		defer os.RemoveAll(dir)
+	}
+	return m.Run()
 }
 
 // clientFail is how a client program reports what it found wrong: one

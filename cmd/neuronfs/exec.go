@@ -34,7 +34,13 @@ func cmdExec(args []string) int {
 
 // reportStartFailure prints why CMD did not start and returns the status.
 func reportStartFailure(name string, err error) int {
+	return reportStartFailureOf("run", name, err)
+}
+
+// reportStartFailureOf is reportStartFailure for the command cmd (run or
+// trace), so both word it the same.
+func reportStartFailureOf(cmd, name string, err error) int {
 	msg, status := startFailure(name, err)
-	fmt.Fprintln(os.Stderr, "neuronfs run:", msg)
+	fmt.Fprintf(os.Stderr, "neuronfs %s: %s\n", cmd, msg)
 	return status
 }

@@ -27,6 +27,7 @@ type hostFlags struct {
 	major    uint
 	logLevel string
 	logFmt   string // text or json
+	logFile  logFileFlag
 	debug    bool
 	degraded bool
 	strict   bool
@@ -76,6 +77,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.major, "major", 0, "character-device major of the emulated driver (default: a free dynamic major)")
 	fs.StringVar(&h.logLevel, "log-level", "warning", "log level: debug, info, warning, error")
 	fs.StringVar(&h.logFmt, "log-format", "text", "log format: text or json (one object per line)")
+	fs.Var(&h.logFile, "log-file", logFileUsage)
 	fs.BoolVar(&h.debug, "debug-fuse", false, "log every FUSE request")
 	fs.StringVar(&h.driver, "driver-version", ioctl.DefaultVersion, "emulated driver version: "+strings.Join(ioctl.Versions(), ", "))
 	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
@@ -83,7 +85,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any semaphore)")
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
-	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed, fail:CMD:ERRNO:N|N+|P%:SEED (also writable at MOUNT/neuronfs/faults)")
+	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed, fail:CMD:ERRNO:N|N+|P%:SEED (later: write the file faults in the control directory, $NEURONFS_CONTROL under run, MOUNTPOINT/neuronfs under mount)")
 	h.transport = defaultTransport()
 	fs.Var(&h.transport, "fuse-transport", "FUSE transport: auto (io_uring where the kernel offers it), uring or classic; $"+transportEnv+" sets the default")
 	if env := os.Getenv(device.BackingEnv); env != "" {
@@ -107,7 +109,7 @@ func (h *hostFlags) args() []string {
 	return append([]string{
 		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
 		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
-		"--log-level=" + h.logLevel, "--log-format=" + h.logFmt, fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
+		"--log-level=" + h.logLevel, "--log-format=" + h.logFmt, "--log-file=" + h.logFile.String(), fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
 		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
 		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject, "--fuse-transport=" + string(h.transport),
 		"--memory-backing=" + h.backing.String(), "--memory-limit=" + h.memLimit.String(),
@@ -138,7 +140,7 @@ func (h *hostFlags) logger() (*logrus.Entry, error) {
 		return nil, err
 	}
 	l := logrus.New()
-	l.SetOutput(os.Stderr)
+	l.SetOutput(h.logFile.output())
 	l.SetLevel(lvl)
 	if l.Formatter, err = logFormatter(h.logFmt); err != nil {
 		return nil, err

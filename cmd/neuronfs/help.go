@@ -34,8 +34,17 @@ whose daemon has died.`,
 Runs CMD in a private mount namespace with /dev/neuronN and the driver's
 sysfs at their real paths. The exit status is CMD's. Without root it works
 in a user namespace of the caller, where unprivileged user namespaces are
-allowed and /dev/fuse is usable; CMD then runs as the caller. SIGUSR1 makes the
-serving daemon write every goroutine's stack to the log.`,
+allowed and /dev/fuse is usable; CMD then runs as the caller. The daemon's
+log goes to a file (--log-file), never into CMD's output; run names it when
+CMD ends if it holds a warning. SIGUSR1 makes the serving daemon write every
+goroutine's stack to that log.
+
+examples:
+  neuronfs run -- ls -l /dev/neuron0                the 16 devices of a trn2.48xlarge
+  neuronfs run --instance inf2.xlarge -- ./my-tests
+  neuronfs run --inject reset-fail -- ./my-tests    faults from the start
+  neuronfs run -- sh -c 'echo dma-abort > "$NEURONFS_CONTROL/faults" && ./my-tests'
+  sudo neuronfs run --uid 0 --gid 0 -- ./my-tests   CMD as root, so it may write faults`,
 	"ls": `usage: neuronfs ls [--json-output] [--root DIR]
 
 Lists the Neuron devices, as the vendor's neuron-ls does.`,

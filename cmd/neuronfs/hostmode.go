@@ -127,6 +127,9 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 		status = exitFailure
 	}
 	abortOnExit(fsys, log)
+	if status == exitOK {
+		dir.removeIfMade()
+	}
 	return status
 }
 

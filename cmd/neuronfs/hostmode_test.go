@@ -291,6 +291,20 @@ func (h hostScenario) run() error {
 	}
 	fmt.Println("SIGTERM: host restored")
 
+	// A state directory the daemon made goes with it (/run/neuronfs).
+	made := hostScenario{state: filepath.Join(h.state, "made")}
+	if d, err = made.start(); err != nil {
+		return err
+	}
+	d.signal(syscall.SIGTERM)
+	if err := d.wait(); err != nil {
+		return fmt.Errorf("host mode with a new state directory, after SIGTERM: %v", err)
+	}
+	if _, err := os.Lstat(made.state); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("the state directory it made is left: %v", err)
+	}
+	fmt.Println("SIGTERM: the state directory it made is gone")
+
 	// A kill, then cleanup.
 	if d, err = h.start(); err != nil {
 		return err

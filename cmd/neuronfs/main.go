@@ -26,7 +26,8 @@ Usage:
   neuronfs help [CMD]                    this text, or a command's flags
   neuronfs version                       the neuronfs build and the emulated driver versions
 
-Exit status: 0 on success, 1 on failure, 2 on a usage error; 'run' returns CMD's.
+Exit status: 0 on success, 1 on failure, 2 on a usage error; 'run' and
+'trace -- CMD' return CMD's.
 `
 
 func main() {

@@ -53,6 +53,7 @@ func TestMistakesAreOneLine(t *testing.T) {
 		{[]string{"--exec-latency", "soon"}, `--exec-latency "soon": want a duration`},
 		{[]string{"--time-scale", "0"}, "--time-scale 0: want a positive factor"},
 		{[]string{"--exec-trace", "/nonexistent-neuronfs-dir/exec.json"}, "--exec-trace /nonexistent-neuronfs-dir/exec.json: no directory"},
+		{[]string{"--log-file", "/nonexistent-neuronfs-dir/logs/daemon.log"}, "--log-file /nonexistent-neuronfs-dir/logs/daemon.log: no directory"},
 		{[]string{"--arch", "v9"}, `--arch: unknown architecture "v9"`},
 		{[]string{"--arch", "v2", "--instance", "trn2.48xlarge"}, "--arch v2: trn2.48xlarge is v3"},
 		{[]string{"--log-level", "loud"}, `--log-level "loud": want debug, info, warning or error`},
@@ -148,6 +149,13 @@ func TestHelpIsClean(t *testing.T) {
 	}
 	if out, _, _ := inProcess(t, "help", "run"); !strings.Contains(out, "\n  --instance string\n") || !strings.Contains(out, "(default warning)") {
 		t.Errorf("help run: %q", out)
+	}
+	// run's help shows how it is used, and where its faults file is.
+	out, _, _ := inProcess(t, "help", "run")
+	_, inject, _ := strings.Cut(out, "\n  --inject string\n")
+	inject, _, _ = strings.Cut(inject, "\n  --")
+	if !strings.Contains(out, "\nexamples:\n  neuronfs run ") || !strings.Contains(inject, "$NEURONFS_CONTROL") || strings.Contains(inject, "MOUNT/neuronfs/faults") {
+		t.Errorf("help run: no examples, or --inject names the wrong faults file: %q", out)
 	}
 }
 

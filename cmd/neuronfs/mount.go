@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -38,6 +39,9 @@ func cmdMount(args []string) int {
 	if err := preflight(); err != nil {
 		return failLine("mount", err)
 	}
+	if err := checkMountpoint(mnt); err != nil {
+		return failLine("mount", err)
+	}
 	// Signals are caught from the start: one arriving mid-mount still
 	// ends in an orderly unmount.
 	sigs := make(chan os.Signal, 1)
@@ -62,6 +66,7 @@ func cmdMount(args []string) int {
 	}
 	lowerOOMScore(log)
 	log.WithFields(map[string]any{"mountpoint": mnt, "devices": len(sys.Devices), "instance": sys.Instance.Name, "fuse_transport": fsys.Transport(), "took": time.Since(start)}).Info("mounted")
+	fmt.Println(mountedLine(mnt, len(sys.Devices)))
 
 	done := make(chan struct{})
 	go func() { fsys.Wait(); close(done) }()

@@ -105,6 +105,12 @@ func cmdRun(args []string) int {
 	} else if err := preflight(); err != nil {
 		return failLine("run", err)
 	}
+	// The daemon logs to a file, never into CMD's streams (logfile.go).
+	daemonLog, err := runLogFile(h.logFile.path, h.logLevel, h.debug)
+	if err != nil {
+		return failLine("run", err)
+	}
+	h.logFile.path = daemonLog.path
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
@@ -130,6 +136,9 @@ func cmdRun(args []string) int {
 	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
 	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
 	if err != nil {
+		if e := reexecError(self, err); e != nil {
+			return failLine("run", e)
+		}
 		if rootless {
 			return failLine("run", readUsernsFacts().cloneFailed(err))
 		}
@@ -144,6 +153,7 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "neuronfs: the daemon died (%v); the program was stopped\n", cmd.ProcessState)
 		reapOrphans(orphanBudget)
 	}
+	daemonLog.report()
 	return status
 }
 

@@ -23,6 +23,7 @@ type stateDir struct {
 	given string // the path asked for, absolute
 	path  string // the same with its symbolic links resolved
 	fd    int
+	made  bool // made by this process (removeIfMade)
 }
 
 // openStateDir checks dir and opens it; with create it first makes it
@@ -33,13 +34,16 @@ func openStateDir(dir string, create bool) (*stateDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
+	made := false
 	if create {
 		if err := os.MkdirAll(filepath.Dir(given), 0o755); err != nil {
 			return nil, fmt.Errorf("state directory %s: %w", given, err)
 		}
-		if err := os.Mkdir(given, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		err := os.Mkdir(given, 0o700)
+		if err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("state directory %s: %w", given, err)
 		}
+		made = err == nil
 	}
 	real, err := filepath.EvalSymlinks(given)
 	if err != nil {
@@ -74,7 +78,7 @@ func openStateDir(dir string, create bool) (*stateDir, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("state directory %s: replaced while it was checked", given)
 	}
-	return &stateDir{given: given, path: real, fd: fd}, nil
+	return &stateDir{given: given, path: real, fd: fd, made: made}, nil
 }
 
 // rootOnly says why directory p (with st) is not root's alone; a sticky
@@ -164,4 +168,13 @@ func (d *stateDir) remove(name string, dir bool) error {
 		return &os.PathError{Op: "remove", Path: d.file(name), Err: err}
 	}
 	return nil
+}
+
+// removeIfMade removes the directory when this process made it and it is
+// empty again: a stopped host mount leaves no trace of itself. A
+// directory that held anything else (or existed before) stays.
+func (d *stateDir) removeIfMade() {
+	if d.made {
+		unix.Rmdir(d.path)
+	}
 }

@@ -79,7 +79,11 @@ func (t *topView) snapshots(once bool) int {
 		if n > 0 {
 			fmt.Fprintln(t.out)
 		}
-		if _, err := fmt.Fprintf(t.out, "%s\n%s\n", topHeader(s, t.interval, false), strings.Join(lines, "\n")); err != nil {
+		mode := topEvery
+		if once {
+			mode = topOnce
+		}
+		if _, err := fmt.Fprintf(t.out, "%s\n%s\n", topHeader(s, t.interval, mode), strings.Join(lines, "\n")); err != nil {
 			return exitFailure // the reader went away
 		}
 		if once {
@@ -118,7 +122,7 @@ func (t *topView) live(in *os.File) int {
 		if err != nil {
 			lines = []string{"error: " + err.Error()}
 		}
-		t.draw(append([]string{topHeader(s, t.interval, true), ""}, lines...))
+		t.draw(append([]string{topHeader(s, t.interval, topLive), ""}, lines...))
 		select {
 		case <-tick.C:
 		case <-quit:

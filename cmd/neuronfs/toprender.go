@@ -181,13 +181,25 @@ func formatBytes(n uint64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
+// topMode is how top shows its samples, which its header says.
+type topMode int
+
+const (
+	topEvery topMode = iota // a plain snapshot per interval
+	topLive                 // a screen redrawn in place
+	topOnce                 // one snapshot, rates over one interval
+)
+
+// topModeText ends the header: the interval, in the words of the mode.
+var topModeText = map[topMode]string{
+	topEvery: "every %v",
+	topLive:  "every %v  (q quits)",
+	topOnce:  "rates over %v",
+}
+
 // topHeader is the first line of a screen or snapshot.
-func topHeader(s topSample, interval time.Duration, live bool) string {
-	h := fmt.Sprintf("neuronfs top  %s  devices: %d  every %v", s.at.Format("15:04:05"), len(s.devices), interval)
-	if live {
-		h += "  (q quits)"
-	}
-	return h
+func topHeader(s topSample, interval time.Duration, mode topMode) string {
+	return fmt.Sprintf("neuronfs top  %s  devices: %d  "+topModeText[mode], s.at.Format("15:04:05"), len(s.devices), interval)
 }
 
 // heldNote shows an emulated device's resident memory against what it

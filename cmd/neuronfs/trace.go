@@ -113,7 +113,7 @@ func traceCommand(sess *trace.Session, argv []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
 		return 127
 	}
-	if err := sess.Add(cmd.Process.Pid); err != nil {
+	if err := sess.AddLauncher(cmd.Process.Pid); err != nil {
 		w.Close() // the tracee exits without running CMD
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
 		wait()
@@ -171,14 +171,13 @@ func cmdTracee(args []string) int {
 	if n != 1 {
 		return 126 // the tracer gave up
 	}
+	// Worded as run words it (starterr.go).
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
-		return 127
+		return reportStartFailureOf("trace", args[0], err)
 	}
 	err = syscall.Exec(path, args, os.Environ())
-	fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
-	return 126
+	return reportStartFailureOf("trace", path, err)
 }
 
 func decodeTrace(path string) int {

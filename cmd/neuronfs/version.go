@@ -25,15 +25,24 @@ func buildVersion() string {
 	if !ok {
 		return "unknown"
 	}
+	return versionOf(bi)
+}
+
+// versionOf is the version a build's information gives: the module
+// version, then the VCS revision and whether the tree was modified,
+// unless the module version says them already (a pseudo-version
+// such as v0.0.0-20261205120000-0123456789ab+dirty, which Go stamps on
+// builds from a clone).
+func versionOf(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
 	}
 	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && !strings.Contains(v, s.Value[:12]) {
 			v += " " + s.Value[:12]
 		}
-		if s.Key == "vcs.modified" && s.Value == "true" {
+		if s.Key == "vcs.modified" && s.Value == "true" && !strings.Contains(v, "+dirty") {
 			v += "+dirty"
 		}
 	}
