@@ -84,6 +84,7 @@ func (c *Core) runPrograms() bool {
 	req := c.takeRequest()
 	var r *seqRun
 	if req != nil {
+		c.learnDoorbell()
 		r = c.newSeqRun(req)
 	}
 	cr := &c.runs

@@ -129,11 +129,7 @@ func (c *Core) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error {
 		return fmt.Errorf("core %d: no register at device address %#x (register space %#x+%#x)", c.nc, addr, f.CSRBase(), f.BAR0Size)
 	}
 	eng, qid, s2m, reg, ok := f.UDMAQueueRegister(off)
-	if !ok || reg != dhal.UDMAQueueTailInc {
-		return nil
-	}
-	e := c.chip.engine(eng)
-	if e == nil {
+	if !ok || reg != dhal.UDMAQueueTailInc || c.chip.engine(eng) == nil {
 		return nil
 	}
 	if size != 4 {
@@ -146,10 +142,7 @@ func (c *Core) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error {
 	// The engine's worker moves the data: the sequencer goes on at once,
 	// and a copy that raises one of this core's semaphores releases it
 	// later, as on the hardware.
-	if !e.TailIncrement(qid, d, v) {
-		return fmt.Errorf("DMA engine %d queue %d: tail increment %d exceeds the ring", eng, qid, v)
-	}
-	return nil
+	return c.chip.tailIncrement(eng, qid, d, v)
 }
 
 // NameCSR implements seq.CSRNamer: a DMA queue's tail-increment register
