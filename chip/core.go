@@ -40,6 +40,7 @@ type Core struct {
 	// not known): its exec queue (engine*16+queue), its doorbell
 	// semaphore, and the semaphore whose increment rang last.
 	execQueue, startSem, ringing atomic.Int32
+	actors                       actorNotes // each engine's last write nothing emulated answers (actors.go)
 }
 
 // coreChip is all a Core reaches of its chip: the memory its engines

@@ -122,7 +122,7 @@ func b2u32(b bool) uint32 {
 // emulation models no other effect a program may trigger); an address
 // outside the space faults the writing engine, as a write no slave
 // answers would.
-func (c *Core) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error {
+func (c *Core) WriteCSR(e seq.Engine, addr uint64, v uint32, size uint8) error {
 	f := c.cfg.arch
 	off, ok := f.CSROffset(addr)
 	if !ok {
@@ -130,6 +130,9 @@ func (c *Core) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error {
 	}
 	eng, qid, s2m, reg, ok := f.UDMAQueueRegister(off)
 	if !ok || reg != dhal.UDMAQueueTailInc || c.chip.engine(eng) == nil {
+		if !ok {
+			c.noteIgnoredWrite(e, addr, off) // a UDMA block's registers are the DMA's
+		}
 		return nil
 	}
 	if size != 4 {
