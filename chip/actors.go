@@ -36,9 +36,13 @@ type actorNotes [seq.NumEngines]atomic.Pointer[actorNote]
 // noteIgnoredWrite records engine e's write to BAR0 offset off (device
 // address addr) that no emulated block acts on.
 func (c *Core) noteIgnoredWrite(e seq.Engine, addr, off uint64) {
-	if int(e) < len(c.actors) {
-		c.actors[e].Store(&actorNote{addr: addr, actor: actorOf(c.cfg.arch, off)})
+	if int(e) >= len(c.actors) {
+		return
 	}
+	if n := c.actors[e].Load(); n != nil && n.addr == addr {
+		return // a loop kicking the same register allocates nothing
+	}
+	c.actors[e].Store(&actorNote{addr: addr, actor: actorOf(c.cfg.arch, off)})
 }
 
 // awaits names what engine e, waiting, waits for that nothing emulated

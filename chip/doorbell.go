@@ -24,9 +24,9 @@ import (
 const execQueueWait = 10 * time.Second
 
 // onSemIncrement runs after semaphore idx went up by v: an increment of
-// the inference-start semaphore (doorbellSem) by 1 or 2 rings the doorbell (Doorbell)
-// and reports true; the doorbell then wakes the engines (Wake), or runs
-// those the increment released. An async doorbell is served in a
+// the inference-start semaphore (doorbellSem) by 1 or 2 rings the
+// doorbell (Doorbell) and reports true; the doorbell then wakes the
+// engines (Wake), or runs those the increment released. An async doorbell is served in a
 // goroutine (an engine's write must not run the core's program in its
 // worker).
 func (c *Core) onSemIncrement(idx uint32, v uint32, async bool) bool {

@@ -128,8 +128,12 @@ func (c *Core) dmaMoving() bool {
 	return false
 }
 
-// pending reports rung descriptors left on enabled queue q.
+// pending reports rung descriptors left on enabled queue q; a queue
+// waiting for the host to stage them (dma/feed.go) moves nothing.
 func pending(e *dma.Engine, q int) bool {
+	if e.Starved(q) {
+		return false
+	}
 	for _, d := range []dma.Dir{dma.TX, dma.RX} {
 		st := e.QueueState(q, d)
 		if st.SWStatus == uint32(dma.QueueEnabled) && st.HWStatus == 0 && st.Head != st.Tail {
