@@ -64,6 +64,7 @@ type Chip struct {
 	cores    []*Core        // one per NeuronCore (core.go)
 	sweeps   []*sweepTarget // semaphore areas the sweeper polls (semsweep.go)
 	requests *requestWatch  // delivered exec requests (request.go)
+	roles    *queueRoles    // the queues the device's tail increments feed (tailinc.go)
 	power    firmwarePower  // the firmware's utilisation model (power.go)
 }
 
@@ -76,6 +77,7 @@ func New(cfg Config, drv Driver) (*Chip, error) {
 		return nil, err
 	}
 	c.phys = phys
+	c.roles = newQueueRoles(cfg.Arch.DMAEnginesPerDevice)
 	c.pattern = newHBMPattern(phys.fd)
 	c.initSpace()
 	c.initCores()

@@ -35,6 +35,12 @@ type Core struct {
 	sweep    *sweepTarget                // the sweeper's view of the area; nil without one
 	engFirst int                         // the core's DMA engines: [engFirst, engEnd)
 	engEnd   int
+
+	// What the core learned of the runtime (execqueue.go), each +1 (0:
+	// not known): its exec queue (engine*16+queue), its doorbell
+	// semaphore, and the semaphore whose increment rang last.
+	execQueue, startSem, ringing atomic.Int32
+	actors                       actorNotes // each engine's last write nothing emulated answers (actors.go)
 }
 
 // coreChip is all a Core reaches of its chip: the memory its engines
@@ -48,6 +54,8 @@ type coreChip interface {
 	count(nc int, name string, n uint64)
 	tracer(nc int, e seq.Engine) seq.Tracer
 	addBusy(d time.Duration)
+	queueRoles() *queueRoles
+	tailIncrement(eng, qid int, d dma.Dir, n uint32) error
 }
 
 // coreConfig is what a Core is built with besides its chip.
@@ -106,6 +114,7 @@ func (c *Core) OnChip() seq.OnChip { return c.onchip }
 // cleared.
 func (c *Core) ResetExec() {
 	c.doorbell.Reset()
+	c.forgetQueues()
 	c.cancelRuns()
 	c.onchip.psum.Reset(seq.PSUM)
 }

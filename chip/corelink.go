@@ -18,6 +18,10 @@ func (l coreLink) deviceDrivenQueues(nc int) [][2]int                { return l.
 func (l coreLink) allocation(pa uint64) (base, size uint64, ok bool) { return l.c.drv.Allocation(pa) }
 func (l coreLink) count(nc int, name string, n uint64)               { l.c.drv.Count(nc, name, n) }
 func (l coreLink) addBusy(d time.Duration)                           { l.c.power.addBusy(d) }
+func (l coreLink) queueRoles() *queueRoles                           { return l.c.roles }
+func (l coreLink) tailIncrement(eng, qid int, d dma.Dir, n uint32) error {
+	return l.c.tailIncrement(eng, qid, d, n)
+}
 
 // tracer is core nc's engine e's tracer (Config.Trace, --exec-trace); a
 // nil interface, not a nil pointer in one, when nothing is traced, so an

@@ -24,19 +24,19 @@ import (
 const execQueueWait = 10 * time.Second
 
 // onSemIncrement runs after semaphore idx went up by v: an increment of
-// the inference-start semaphore by 1 or 2 rings the doorbell (Doorbell)
-// and reports true; the doorbell then wakes the engines (Wake), or runs
-// those the increment released. An async doorbell is served in a
+// the inference-start semaphore (doorbellSem) by 1 or 2 rings the
+// doorbell (Doorbell) and reports true; the doorbell then wakes the
+// engines (Wake), or runs those the increment released. An async doorbell is served in a
 // goroutine (an engine's write must not run the core's program in its
 // worker).
 func (c *Core) onSemIncrement(idx uint32, v uint32, async bool) bool {
-	start := c.cfg.inferenceStart
-	if start >= 0 && idx != uint32(start) {
+	if start := c.doorbellSem(); start >= 0 && idx != uint32(start) {
 		return false
 	}
 	if v != DoorbellRun && v != DoorbellHalt {
 		return false
 	}
+	c.ringing.Store(int32(idx) + 1)
 	// The ringer never waits for the run: the chip works while the host
 	// goes on, as on the hardware. What is done at once (arming the
 	// queues, a small copy, the records of a run that found no wait)
@@ -117,12 +117,11 @@ func (c *Core) semanticRun(started time.Time) {
 	c.notific.EmitInfer(dhal.RecordEnd)
 }
 
-// armExecQueues arms the device-driven queues of the core's engines
-// (those a process initialised and never rang with DMA_QUEUE_COPY_START,
-// as the driver tells) and returns those still moving data (engine,
-// queue) after what the engines do inline.
+// armExecQueues arms the core's exec queue (execQueues) and returns the
+// queues still moving data (engine, queue) after what the engines do
+// inline.
 func (c *Core) armExecQueues() [][2]int {
-	armed := c.chip.deviceDrivenQueues(c.nc)
+	armed := c.execQueues()
 	busy := armed[:0]
 	for _, key := range armed {
 		e := c.chip.engine(key[0])

@@ -73,6 +73,7 @@ func (w *requestWatch) observe(eng, qid int, _, dst, n uint64) {
 			slot.Store(nil)
 			for _, c := range w.cores {
 				if c.poked(dst, n) {
+					c.learnExecQueue(eng, qid)
 					c.request.Store(req)
 					return
 				}

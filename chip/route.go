@@ -29,7 +29,7 @@ func (c *Chip) initRoutes() {
 			return nil
 		}
 	}
-	m.SetEffects(c.semEffects())
+	m.SetEffects(append(c.semEffects(), c.udmaEffects()...))
 	m.SetAliases(c.socAliases())
 }
 

@@ -84,6 +84,7 @@ func (c *Core) runPrograms() bool {
 	req := c.takeRequest()
 	var r *seqRun
 	if req != nil {
+		c.learnDoorbell()
 		r = c.newSeqRun(req)
 	}
 	cr := &c.runs
@@ -104,6 +105,7 @@ func (c *Core) runPrograms() bool {
 	cr.cur = r
 	cr.mu.Unlock()
 	stopRun(cur)
+	c.forgetActors()
 	if r == nil {
 		return false // a request naming no image: the semantic answer
 	}
@@ -138,7 +140,11 @@ func (c *Core) newSeqRun(req *execRequest) *seqRun {
 // and the generation whose record layouts the core decodes (the
 // sequencer's generations are numbered as the driver's architectures).
 func (c *Core) seqConfig(e seq.Engine, notify func(seq.Notification)) seq.Config {
-	return seq.Config{Engine: e, Sync: c, CSR: c, Tracer: c.chip.tracer(c.nc, e), OnChip: c.onchip, Notify: notify,
+	var tr seq.Tracer
+	if t := c.chip.tracer(c.nc, e); t != nil {
+		tr = annotatingTracer{t, c}
+	}
+	return seq.Config{Engine: e, Sync: c, CSR: c, Tracer: tr, OnChip: c.onchip, Notify: notify,
 		Gen: seq.Generation(c.cfg.arch.Arch)}
 }
 

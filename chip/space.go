@@ -87,6 +87,7 @@ func (c *Chip) stopEngines() {
 // with every queue stopped and empty, whatever was queued on them (the DMA
 // side of a core reset).
 func (c *Core) ResetEngines() {
+	c.chip.queueRoles().forget(c.engFirst, c.engEnd)
 	for eng := c.engFirst; eng < c.engEnd; eng++ {
 		e := c.chip.engine(eng)
 		for q := range dma.QueuesPerEngine {

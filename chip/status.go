@@ -16,14 +16,19 @@ import (
 type Hang struct {
 	Core    int
 	Waiting []seq.Status // the engines that wait, each at its record
+	Awaits  []string     // by Waiting: what nothing emulated answers, or "" (actors.go)
 }
 
 // String says which engine waits at which record for what: "core 1: PE
-// waits at 0x1c0 (CTRL_ES(0xa0)) for semaphore 7 >= 1 (now 0); ACT ...".
+// waits at 0x1c0 (CTRL_ES(0xa0)) for semaphore 7 >= 1 (now 0); POOL ...,
+// awaits Q7 core 0 of NeuronCore 1 (wrote 0x...)".
 func (h Hang) String() string {
 	parts := make([]string, len(h.Waiting))
 	for i, s := range h.Waiting {
 		parts[i] = s.String()
+		if i < len(h.Awaits) && h.Awaits[i] != "" {
+			parts[i] += ", awaits " + h.Awaits[i]
+		}
 	}
 	return fmt.Sprintf("core %d: %s", h.Core, strings.Join(parts, "; "))
 }
@@ -33,6 +38,9 @@ type EngineReport struct {
 	Status seq.Status
 	Counts seq.Counts
 	By     string // who started it: "" a delivered request, else its start register (regrun.go)
+	// Awaits names, for a waiting engine, what it waits for that nothing
+	// emulated answers (actors.go); "" otherwise.
+	Awaits string
 }
 
 // EngineReports snapshots the core's current (or last) staged run, then
@@ -40,10 +48,15 @@ type EngineReport struct {
 func (c *Core) EngineReports() []EngineReport {
 	var out []EngineReport
 	add := func(r *seqRun, by string) {
-		for _, sq := range r.seqs {
-			if sq != nil {
-				out = append(out, EngineReport{sq.Status(), sq.Counts(), by})
+		for e, sq := range r.seqs {
+			if sq == nil {
+				continue
 			}
+			rep := EngineReport{Status: sq.Status(), Counts: sq.Counts(), By: by}
+			if rep.Status.State == seq.Waiting {
+				rep.Awaits = c.awaits(seq.Engine(e))
+			}
+			out = append(out, rep)
 		}
 	}
 	if r := c.current(); r != nil {
@@ -75,6 +88,7 @@ func (c *Core) Blocked() (Hang, bool) {
 			return Hang{}, false
 		case seq.Waiting:
 			h.Waiting = append(h.Waiting, e.Status)
+			h.Awaits = append(h.Awaits, e.Awaits)
 		}
 	}
 	if len(h.Waiting) == 0 || c.dmaMoving() {
@@ -114,8 +128,12 @@ func (c *Core) dmaMoving() bool {
 	return false
 }
 
-// pending reports rung descriptors left on enabled queue q.
+// pending reports rung descriptors left on enabled queue q; a queue
+// waiting for the host to stage them (dma/feed.go) moves nothing.
 func pending(e *dma.Engine, q int) bool {
+	if e.Starved(q) {
+		return false
+	}
 	for _, d := range []dma.Dir{dma.TX, dma.RX} {
 		st := e.QueueState(q, d)
 		if st.SWStatus == uint32(dma.QueueEnabled) && st.HWStatus == 0 && st.Head != st.Tail {

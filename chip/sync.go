@@ -122,18 +122,17 @@ func b2u32(b bool) uint32 {
 // emulation models no other effect a program may trigger); an address
 // outside the space faults the writing engine, as a write no slave
 // answers would.
-func (c *Core) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error {
+func (c *Core) WriteCSR(e seq.Engine, addr uint64, v uint32, size uint8) error {
 	f := c.cfg.arch
 	off, ok := f.CSROffset(addr)
 	if !ok {
 		return fmt.Errorf("core %d: no register at device address %#x (register space %#x+%#x)", c.nc, addr, f.CSRBase(), f.BAR0Size)
 	}
 	eng, qid, s2m, reg, ok := f.UDMAQueueRegister(off)
-	if !ok || reg != dhal.UDMAQueueTailInc {
-		return nil
-	}
-	e := c.chip.engine(eng)
-	if e == nil {
+	if !ok || reg != dhal.UDMAQueueTailInc || c.chip.engine(eng) == nil {
+		if !ok {
+			c.noteIgnoredWrite(e, addr, off) // a UDMA block's registers are the DMA's
+		}
 		return nil
 	}
 	if size != 4 {
@@ -146,10 +145,7 @@ func (c *Core) WriteCSR(_ seq.Engine, addr uint64, v uint32, size uint8) error {
 	// The engine's worker moves the data: the sequencer goes on at once,
 	// and a copy that raises one of this core's semaphores releases it
 	// later, as on the hardware.
-	if !e.TailIncrement(qid, d, v) {
-		return fmt.Errorf("DMA engine %d queue %d: tail increment %d exceeds the ring", eng, qid, v)
-	}
-	return nil
+	return c.chip.tailIncrement(eng, qid, d, v)
 }
 
 // NameCSR implements seq.CSRNamer: a DMA queue's tail-increment register

@@ -36,7 +36,9 @@ type Config struct {
 	// process allocated and did not hand over, which the driver allows.
 	Strict bool
 	// InferenceStart is the index of the inference-start semaphore whose
-	// increments ring a core's exec doorbell; nil takes any semaphore.
+	// increments ring a core's exec doorbell; nil takes any semaphore
+	// until a delivered request teaches the core its doorbell
+	// (chip/execqueue.go).
 	InferenceStart *uint32
 	// ExecLatency is how long an emulated execution takes between its
 	// START and END records (default 0).

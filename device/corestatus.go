@@ -51,6 +51,9 @@ func writeCore(b *strings.Builder, dev string, nc int, engines []chip.EngineRepo
 		if e.By != "" {
 			by = " (started by " + e.By + ")"
 		}
+		if e.Awaits != "" {
+			by += ", awaits " + e.Awaits + ": not emulated, nothing answers"
+		}
 		fmt.Fprintf(b, "  %v%s; records=%d not_emulated=%d waits=%d\n",
 			e.Status, by, e.Counts.Records, e.Counts.NotEmulated, e.Counts.Waits)
 	}

@@ -260,6 +260,7 @@ func copyDescriptors(r *Request, h, buf, off uint64, num, qtype uint32) Result {
 		release()
 		done += n
 	}
+	d.chip.Restage() // a device-fed queue may wait for these descriptors
 	return 0
 }
 

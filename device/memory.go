@@ -328,6 +328,9 @@ func bufCopy(r *Request, h, buf, size, off uint64, toChunk bool) Result {
 		n, _ = r.Mem.WriteAt(mem, buf)
 	}
 	d.chip.AddBytes(uint64(n))
+	if toChunk {
+		d.chip.Restage() // what a device-fed queue waits for may be staged now
+	}
 	if uint64(n) == size {
 		return 0
 	}
@@ -373,7 +376,9 @@ func chunkCopy(r *Request, src, dst, size, srcOff, dstOff uint64) Result {
 	if !d.sys.admitWrite(d, dc.PA+dstOff, size, r.Caller.Tgid) {
 		return Errno(syscall.EPERM) // the DMA failed
 	}
-	return d.mem.copyChunks(dc, dstOff, sc, srcOff, size)
+	res = d.mem.copyChunks(dc, dstOff, sc, srcOff, size)
+	d.chip.Restage()
+	return res
 }
 
 // copyChunks copies between two chunks' memory (a DMA on the device).

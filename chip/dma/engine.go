@@ -2,6 +2,7 @@ package dma
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
@@ -103,6 +104,10 @@ type Queue struct {
 	gen      uint64 // bumped at every reset, so a worker drops stale progress
 	running  bool
 	idle     chan struct{} // closed when the worker stops; nil while none runs
+	// fed: the device moves this queue's tail (Arm, TailIncrement), so a
+	// tail past what is staged waits at the first descriptor not yet
+	// written instead of running it (starved) until it is (Restage).
+	fed, starved bool
 }
 
 // Options are the architecture facts an engine needs.
@@ -133,6 +138,9 @@ type Engine struct {
 	mu     lockrank.Mutex[lockrank.Engine]
 	states [2]dmadesc.State // programmed state per direction
 	q      [QueuesPerEngine]Queue
+	// nstarved counts the queues waiting for a descriptor to be staged,
+	// so Restage costs one load when none does (feed.go).
+	nstarved atomic.Int32
 }
 
 // NewEngine returns an engine in the state reset leaves it: normal, every
@@ -184,6 +192,7 @@ func (e *Engine) InitQueue(qid int, tx, rx RingSpec) syscall.Errno {
 	if errno := validateSide(tx); errno != 0 {
 		return errno
 	}
+	e.feedLocked(q, false)
 	q.gen++
 	q.tx = ring{RingSpec: tx, ringID: dmadesc.InitialRingID}
 	if errno := validateSide(rx); errno != 0 {
@@ -207,6 +216,7 @@ func (e *Engine) Doorbell(qid int, txCount, rxCount uint32) syscall.Errno {
 	if txCount > q.tx.Size || rxCount > q.rx.Size {
 		return syscall.EPERM
 	}
+	e.feedLocked(q, false) // the host rings it: a descriptor is run as it reads
 	q.rx.pending = min(q.rx.pending+rxCount, q.rx.Size)
 	q.tx.pending = min(q.tx.pending+txCount, q.tx.Size)
 	e.runInlineLocked(qid)
@@ -335,6 +345,7 @@ func (e *Engine) DisableQueue(qid int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	q := &e.q[qid%QueuesPerEngine]
+	e.feedLocked(q, false)
 	q.gen++
 	q.tx, q.rx = ring{}, ring{}
 	q.status = QueueDisabled
@@ -354,6 +365,7 @@ func (e *Engine) Arm(qid int) (tx, rx uint32) {
 	if q.status != QueueEnabled {
 		return 0, 0
 	}
+	e.feedLocked(q, true)
 	tx, rx = e.scanLocked(&q.tx), e.scanLocked(&q.rx)
 	q.tx.pending += tx
 	q.rx.pending += rx
@@ -365,6 +377,12 @@ func (e *Engine) Arm(qid int) (tx, rx uint32) {
 
 // scanLocked counts the fresh descriptors after r's tail.
 func (e *Engine) scanLocked(r *ring) uint32 {
+	return e.walkStagedLocked(r, r.Size, nil)
+}
+
+// walkStagedLocked visits up to limit fresh descriptors after r's tail, in
+// ring order, and returns how many there were.
+func (e *Engine) walkStagedLocked(r *ring, limit uint32, visit func(dmadesc.Desc)) uint32 {
 	if r.Size == 0 {
 		return 0
 	}
@@ -373,14 +391,17 @@ func (e *Engine) scanLocked(r *ring) uint32 {
 		idx, id = idx-r.Size, (id+1)&3
 	}
 	n := uint32(0)
-	for n < r.Size-r.pending {
+	for n < min(limit, r.Size-r.pending) {
 		b, ok := e.mem.Slice(r.Base+uint64(idx)*dmadesc.Size, dmadesc.Size)
 		if !ok {
 			break
 		}
 		d := dmadesc.Decode(b)
-		if d.LenCtrl == 0 || d.RingID() != id {
+		if !staged(d, id) {
 			break
+		}
+		if visit != nil {
+			visit(d)
 		}
 		n++
 		if idx++; idx == r.Size {
@@ -426,6 +447,7 @@ func (e *Engine) TailIncrement(qid int, d Dir, n uint32) bool {
 	if n > r.Size {
 		return false
 	}
+	e.feedLocked(q, true)
 	r.pending = min(r.pending+n, r.Size)
 	e.kickLocked(qid)
 	return true

@@ -20,6 +20,10 @@ const (
 	mergeSteps = 1024
 )
 
+// statusUnstaged is nextStep's reason for a fed queue waiting at a
+// descriptor not yet staged (feed.go): not an error, never in hwStatus.
+const statusUnstaged = 1 << 31
+
 // step is one contiguous transfer between a TX and an RX descriptor.
 type step struct {
 	src, dst uint64
@@ -123,6 +127,9 @@ func (e *Engine) nextStep(q *Queue, tx, rx *ring) (st step, status uint32, ok bo
 	if !tok || !rok {
 		return step{}, StatusReadError, false
 	}
+	if unstaged(q, tx, rx, td, rd) {
+		return step{}, statusUnstaged, false
+	}
 	if !e.opts.RingIDErrorsMasked && (td.RingID() != tx.ringID || rd.RingID() != rx.ringID) {
 		return step{}, StatusRingIDError, false
 	}
@@ -179,8 +186,9 @@ func (e *Engine) drainLocked(qid int, budget uint64) bool {
 	moved := uint64(0)
 	for {
 		b, status := e.planLocked(q)
+		e.starveLocked(q, len(b.steps) == 0 && status == statusUnstaged)
 		if len(b.steps) == 0 {
-			if status != 0 {
+			if status != 0 && status != statusUnstaged {
 				e.abortLocked(qid, status)
 			}
 			return false

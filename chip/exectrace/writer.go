@@ -228,6 +228,9 @@ func (t *engineTrack) Trace(ev seq.TraceEvent) {
 	case seq.TraceWait:
 		name = "wait " + ev.Wait.What()
 		args["record"], args["now"] = ev.Op.Name(), int32(ev.Wait.Now)
+		if ev.Detail != "" {
+			args["awaits"] = ev.Detail // what nothing emulated answers (chip/actors.go)
+		}
 		if ev.Stopped {
 			args["stopped"] = true
 		}

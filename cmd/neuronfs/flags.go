@@ -82,7 +82,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.driver, "driver-version", ioctl.DefaultVersion, "emulated driver version: "+strings.Join(ioctl.Versions(), ", "))
 	fs.BoolVar(&h.strict, "strict", false, "refuse and log one process's use of memory another process allocated (the driver allows it)")
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
-	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any semaphore)")
+	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any, until a request teaches the core its doorbell)")
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
 	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed, fail:CMD:ERRNO:N|N+|P%:SEED (later: write the file faults in the control directory, $NEURONFS_CONTROL under run, MOUNTPOINT/neuronfs under mount)")
