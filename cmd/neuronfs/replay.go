@@ -88,7 +88,7 @@ func cmdReplay(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
 		return 1
 	}
-	runArgs := append([]string{"run"}, h.args()...)
+	runArgs := append([]string{"run"}, relayArgs(hfl, new(hostFlags).register)...)
 	runArgs = append(runArgs, "--", self, replayCmd, fmt.Sprintf("--strict=%v", *strict), fmt.Sprintf("--map-addresses=%v", *mapAddrs), file)
 	cmd := exec.Command(self, runArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
