@@ -140,6 +140,31 @@ type Options struct {
 
 // Mount serves sys at dir and returns once the kernel answers requests.
 func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
+	f := newFS(sys, opts)
+	if err := f.mountAndServe(dir, opts); err != nil {
+		f.tgids.close()
+		f.releaseSIGUSR1()
+		return nil, err
+	}
+	f.startDiagnostics(opts)
+	f.mountpoint = dir
+	if err := f.pinRoot(dir); err != nil {
+		f.Unmount()
+		return nil, err
+	}
+	f.hookExits(dir)
+	disablePoll(dir)
+	if err := f.selfTestMmap(dir, opts); err != nil {
+		f.Unmount()
+		return nil, err
+	}
+	// After the self-test: its mapping is the daemon's own.
+	f.startRawReaper()
+	return f, nil
+}
+
+// newFS is the daemon's state before anything is mounted.
+func newFS(sys *device.System, opts Options) *FS {
 	log := opts.Log
 	if log == nil {
 		log = logrus.NewEntry(logrus.StandardLogger())
@@ -150,25 +175,27 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
 	f.catchSIGUSR1(opts)
+	return f
+}
+
+// mountAndServe mounts the FUSE connection on dir and starts serving it
+// over the transport opts asks for; on failure nothing stays mounted.
+func (f *FS) mountAndServe(dir string, opts Options) error {
 	transport, err := resolveTransport(opts.Transport)
 	if err != nil {
-		f.tgids.close()
-		f.releaseSIGUSR1()
-		return nil, err
+		return err
 	}
 	var uringErr error
 	if transport != TransportClassic {
 		// Before the mount: INIT offers io_uring only if the kernel
 		// allows it then.
-		uringErr = prepareURing(log)
+		uringErr = prepareURing(f.log)
 	}
 	// allow_other: every user may use the devices; default_permissions:
 	// the kernel enforces the sysfs modes (0400, 0600...).
 	fd, err := mountFUSE(dir, []string{"allow_other", "default_permissions"})
 	if err != nil {
-		f.tgids.close()
-		f.releaseSIGUSR1()
-		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
+		return fmt.Errorf("fs: mount %s: %w", dir, err)
 	}
 	// The tree never changes shape while mounted: let the kernel cache it.
 	timeout := time.Hour
@@ -191,16 +218,18 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		if !errors.As(err, new(errFDClosed)) {
 			unix.Close(fd)
 		}
-		f.tgids.close()
-		f.releaseSIGUSR1()
-		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
+		return fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
 	f.server = server
-	f.startDiagnostics(opts)
-	f.mountpoint = dir
+	return nil
+}
+
+// pinRoot opens the mount's root, which names the connection (its
+// device number) and keeps a descriptor Abort can use.
+func (f *FS) pinRoot(dir string) error {
+	var err error
 	if f.rootFd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		f.Unmount()
-		return nil, fmt.Errorf("fs: %s: %w", dir, err)
+		return fmt.Errorf("fs: %s: %w", dir, err)
 	}
 	var st unix.Stat_t
 	if unix.Fstat(f.rootFd, &st) == nil {
@@ -209,10 +238,15 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 	if pin, err := unix.FcntlInt(uintptr(f.rootFd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
 		f.abortPin.Store(int32(pin))
 	}
+	return nil
+}
+
+// hookExits ends the daemon cleanly on the ways it can die mid-request.
+func (f *FS) hookExits(dir string) {
 	// A handler panic may leave a lock held: end the daemon cleanly rather
 	// than serve on and hang callers behind it.
-	sys.SetPanicHandler(func(p any) {
-		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
+	f.sys.SetPanicHandler(func(p any) {
+		f.log.WithField("panic", p).Error("stopping the daemon after a handler panic")
 		f.Abort()
 		os.Exit(panicExit)
 	})
@@ -221,23 +255,25 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		f.Abort()
 		unix.Unmount(dir, unix.MNT_DETACH)
 	})
-	disablePoll(dir)
-	if err := f.checkMmapCoherence(dir); err != nil {
-		f.incoherent = true
-		switch {
-		case opts.OtherMmap:
-			log.WithError(err).Debug("mmap of the FUSE files is not coherent")
-			f.startRawReaper()
-			return f, nil
-		case !opts.DegradedMmap:
-			f.Unmount()
-			return nil, fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
-		}
-		log.WithError(err).Warn("running with degraded mmap")
+}
+
+// selfTestMmap checks that a mapping of the FUSE files shares memory
+// with the daemon, and refuses the mount if not unless opts accept it.
+func (f *FS) selfTestMmap(dir string, opts Options) error {
+	err := f.checkMmapCoherence(dir)
+	if err == nil {
+		return nil
 	}
-	// After the self-test: its mapping is the daemon's own.
-	f.startRawReaper()
-	return f, nil
+	f.incoherent = true
+	switch {
+	case opts.OtherMmap:
+		f.log.WithError(err).Debug("mmap of the FUSE files is not coherent")
+	case !opts.DegradedMmap:
+		return fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
+	default:
+		f.log.WithError(err).Warn("running with degraded mmap")
+	}
+	return nil
 }
 
 // MmapCoherent reports whether a client's mmap of a device file shares
