@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -61,9 +60,7 @@ type FS struct {
 	// has ended the connection.
 	abortPin atomic.Int32
 
-	behalfMu     lockrank.Mutex[lockrank.Transport]
-	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
-	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
+	behalf *behalfTable // on-behalf opens: whom a daemon thread opens for
 
 	noPassthrough bool // see Options.withoutPassthrough
 	incoherent    bool // the mmap self-test failed
@@ -170,7 +167,7 @@ func newFS(sys *device.System, opts Options) *FS {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys), selfTestHold: opts.selfTestHold}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: newBehalfTable(), noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys), selfTestHold: opts.selfTestHold}
 	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
@@ -330,20 +327,9 @@ func (f *FS) DevicePath(i int) string {
 // tid (and its process) as the opener. The caller installs the descriptor
 // in tid's process.
 func (f *FS) OpenFor(i int, flags int, tid int32) (int, error) {
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
-	self := int32(unix.Gettid())
-	f.behalfMu.Lock()
-	f.behalf[self] = tid
-	f.behalfActive.Add(1)
-	f.behalfMu.Unlock()
-	defer func() {
-		f.behalfMu.Lock()
-		delete(f.behalf, self)
-		f.behalfActive.Add(-1)
-		f.behalfMu.Unlock()
-	}()
-	return unix.Openat(f.rootFd, fmt.Sprintf("%s/neuron%d", DevDir, i), flags|unix.O_CLOEXEC, 0)
+	return f.behalf.openAs(tid, func() (int, error) {
+		return unix.Openat(f.rootFd, fmt.Sprintf("%s/neuron%d", DevDir, i), flags|unix.O_CLOEXEC, 0)
+	})
 }
 
 // Wait blocks until the filesystem is unmounted by someone else.
@@ -355,14 +341,7 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 	if !ok {
 		return device.Caller{}
 	}
-	tid := int32(c.Pid)
-	if f.behalfActive.Load() > 0 {
-		f.behalfMu.Lock()
-		if target, ok := f.behalf[tid]; ok {
-			tid = target
-		}
-		f.behalfMu.Unlock()
-	}
+	tid := f.behalf.caller(int32(c.Pid))
 	return device.Caller{
 		Tid:                tid,
 		Tgid:               f.tgids.lookup(tid),
