@@ -30,14 +30,8 @@ func (e *execFlags) register(fl *flag.FlagSet) {
 	fl.BoolVar(&e.noNewPrivs, "no-new-privs", false, "")
 }
 
-// args is the helper's command line for e, derived from its flag set.
-func (e execFlags) args() []string {
-	fl := flag.NewFlagSet(execCmd, flag.ContinueOnError)
-	var relay execFlags
-	relay.register(fl) // binds fl to relay, at the defaults
-	relay = e
-	return relayArgs(fl, new(execFlags).register)
-}
+// args is the helper's command line for e.
+func (e execFlags) args() []string { return argsOf(e, (*execFlags).register) }
 
 func cmdExec(args []string) int {
 	fl := newFlagSet(execCmd)

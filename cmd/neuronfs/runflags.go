@@ -39,3 +39,14 @@ func relayArgs(fl *flag.FlagSet, register func(*flag.FlagSet)) []string {
 	})
 	return args
 }
+
+// argsOf is the command line that makes a process registering its flags
+// with register parse them to v: for the hidden commands' flags, which
+// the parent fills in rather than parses.
+func argsOf[T any](v T, register func(*T, *flag.FlagSet)) []string {
+	fl := flag.NewFlagSet("", flag.ContinueOnError)
+	var relay T
+	register(&relay, fl) // binds fl to relay, at the defaults
+	relay = v
+	return relayArgs(fl, func(f *flag.FlagSet) { register(new(T), f) })
+}

@@ -103,25 +103,32 @@ func TestRunFlagsRelayed(t *testing.T) {
 	}
 }
 
-// The exec helper's flags, filled in by the daemon, reach the helper as
-// set.
-func TestExecFlagsRelayed(t *testing.T) {
-	want := execFlags{uid: 12345, gid: 12346, direct: true, noNewPrivs: true}
-	var got execFlags
-	fl := newFlagSet(execCmd)
-	got.register(fl)
-	if err := fl.Parse(want.args()); err != nil {
-		t.Fatalf("the helper refuses %q: %v", want.args(), err)
+// checkDerived checks that argsOf(want) parses back to want in a set
+// registered by register, and that it sets every flag of that set.
+func checkDerived[T comparable](t *testing.T, want T, register func(*T, *flag.FlagSet)) {
+	t.Helper()
+	var got T
+	fl := newFlagSet("child")
+	register(&got, fl)
+	args := argsOf(want, register)
+	if err := fl.Parse(args); err != nil {
+		t.Fatalf("the child refuses %q: %v", args, err)
 	}
 	if got != want {
-		t.Errorf("the helper parsed %+v from %q, want %+v", got, want.args(), want)
+		t.Errorf("the child parsed %+v from %q, want %+v", got, args, want)
 	}
-	// Every flag the helper registers is relayed.
 	set := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	fl.VisitAll(func(f *flag.Flag) {
 		if !set[f.Name] {
-			t.Errorf("--%s is not relayed to the exec helper", f.Name)
+			t.Errorf("--%s is not relayed", f.Name)
 		}
 	})
+}
+
+// The hidden commands' flags, which their parent fills in, reach them as
+// set: the exec helper's and the keeper's.
+func TestHiddenCommandFlagsRelayed(t *testing.T) {
+	checkDerived(t, execFlags{uid: 12345, gid: 12346, direct: true, noNewPrivs: true}, (*execFlags).register)
+	checkDerived(t, keepFlags{as: keepUserns, uid: 12345, gid: 12346, files: 2, pgid: 4242}, (*keepFlags).register)
 }
