@@ -127,8 +127,9 @@ func checkDerived[T comparable](t *testing.T, want T, register func(*T, *flag.Fl
 }
 
 // The hidden commands' flags, which their parent fills in, reach them as
-// set: the exec helper's and the keeper's.
+// set: the exec helper's, the keeper's and replay's hidden halves'.
 func TestHiddenCommandFlagsRelayed(t *testing.T) {
 	checkDerived(t, execFlags{uid: 12345, gid: 12346, direct: true, noNewPrivs: true}, (*execFlags).register)
 	checkDerived(t, keepFlags{as: keepUserns, uid: 12345, gid: 12346, files: 2, pgid: 4242}, (*keepFlags).register)
+	checkDerived(t, replayFlags{strict: true, mapAddrs: true}, (*replayFlags).register)
 }
