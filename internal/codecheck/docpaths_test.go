@@ -1,6 +1,7 @@
 package codecheck
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,17 +48,31 @@ func topDirs(t *testing.T, root string) map[string]bool {
 	return tops
 }
 
-// TestDocPathsExist: every repository path the documents name in a code
+// markdownUnder lists the Markdown files under dir, at any depth.
+func markdownUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestDocPathsExist: every repository path the documents (docs/, the
+// READMEs) name in a code
 // span (`chip/mmio/fwio.go`, `ioctl/abi`) exists, so a moved file cannot
 // leave a stale name behind.
 func TestDocPathsExist(t *testing.T) {
 	root := moduleRoot(t)
 	tops := topDirs(t, root)
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs = append(docs, filepath.Join(root, "README.md"))
+	docs := markdownUnder(t, filepath.Join(root, "docs"))
+	docs = append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "deploy", "README.md"))
 	checked := 0
 	for _, doc := range docs {
 		data, err := os.ReadFile(doc)
