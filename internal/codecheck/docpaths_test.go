@@ -65,9 +65,8 @@ func markdownUnder(t *testing.T, dir string) []string {
 }
 
 // TestDocPathsExist: every repository path the documents (docs/, the
-// READMEs) name in a code
-// span (`chip/mmio/fwio.go`, `ioctl/abi`) exists, so a moved file cannot
-// leave a stale name behind.
+// READMEs) name in a code span (`chip/mmio/fwio.go`, `ioctl/abi`)
+// exists, so a moved file cannot leave a stale name behind.
 func TestDocPathsExist(t *testing.T) {
 	root := moduleRoot(t)
 	tops := topDirs(t, root)
