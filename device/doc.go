@@ -7,6 +7,8 @@
 // handlers (dispatch.go, commands.go) and sysfs attributes, independent
 // of how requests arrive.
 //
+// # What lives here
+//
 // Device keeps the attach table, open count, device state and the lock
 // (d.mu); coherent pieces of its state are types of their own that it
 // holds as fields, each owning its fields and the methods on them, all
@@ -57,6 +59,22 @@
 // exitWatch, pinTable and coreMarks hold a pointer back to their System
 // and work under s.mu; none has a lock of its own.
 //
+// # How a request travels
+//
+// A transport (package fs: a FUSE request, or the seccomp supervisor's
+// call on a direct descriptor) names the caller (Caller) and builds a
+// Request: the open File, the command, the argument's address and copied
+// bytes, and the caller's memory. System.Ioctl (dispatch.go) routes it as
+// the driver does: the free-access lane, the attach gate, the command by
+// value and then by its _IOC_NR family, to the handler of the command's
+// row (commands.go). The handler decodes its struct through the
+// request's memory, takes its locks in rank order (internal/lockrank),
+// acts on driver state and on the chip through its methods, waits where
+// the driver waits (wait.go: bounded, no lock held) and returns a Result.
+// Opens, flushes and releases take the same road to Device.Open,
+// File.Flush and File.Release; sysfs reads and writes go to the attribute
+// tables (sysfs.go, pci.go, hostsysfs.go), never through dispatch.
+//
 // The silicon is package chip: each Device holds one *chip.Chip (memory,
 // engines, BAR0 and firmware) with one chip.Core per NeuronCore
 // (semaphores and events, doorbell, notification block, sequencers), and
@@ -65,4 +83,19 @@
 // the cores' methods, and never compute a chip offset (a semaphore
 // command names the window and index; the core knows where they lie);
 // the chip never imports device.
+//
+// # Where a new behaviour goes
+//
+//   - A new ioctl command: its row in commands.go (the guide there says
+//     how), its handler in the file of its facility.
+//   - New per-device driver state: a type of its own held by Device, in
+//     a file of its own, under d.mu unless it says otherwise; Device
+//     keeps the attach table and the lock.
+//   - New host-wide state: a type held by System; TestSystemStaysSmall
+//     holds System to 50 methods and every function to 80 lines.
+//   - What the silicon does (registers, engines, a core's semaphores):
+//     package chip, on Chip if it spans cores, else on Core; the driver
+//     only calls it.
+//   - A new sysfs attribute: a row in the attribute table of its
+//     directory.
 package device

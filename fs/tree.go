@@ -8,7 +8,6 @@ import (
 	"fmt"
 	stdlog "log"
 	"os"
-	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -63,9 +62,7 @@ type FS struct {
 	// has ended the connection.
 	abortPin atomic.Int32
 
-	behalfMu     lockrank.Mutex[lockrank.Transport]
-	behalf       map[int32]int32 // daemon thread -> the task it opens a device for
-	behalfActive atomic.Int32    // len(behalf), read without the lock on every request
+	behalf *behalfTable // on-behalf opens: whom a daemon thread opens for
 
 	noPassthrough bool // see Options.withoutPassthrough
 	incoherent    bool // the mmap self-test failed
@@ -163,38 +160,65 @@ func mountOptions(debug bool, log *logrus.Entry) fuse.MountOptions {
 
 // Mount serves sys at dir and returns once the kernel answers requests.
 func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
+	f := newFS(sys, opts)
+	if err := f.mountAndServe(dir, opts); err != nil {
+		f.tgids.close()
+		f.releaseSIGUSR1()
+		return nil, err
+	}
+	f.startDiagnostics(opts)
+	f.mountpoint = dir
+	if err := f.pinRoot(dir); err != nil {
+		f.Unmount()
+		return nil, err
+	}
+	f.hookExits(dir)
+	disablePoll(dir)
+	if err := f.selfTestMmap(dir, opts); err != nil {
+		f.Unmount()
+		return nil, err
+	}
+	// After the self-test: its mapping is the daemon's own.
+	f.startRawReaper()
+	return f, nil
+}
+
+// newFS is the daemon's state before anything is mounted.
+func newFS(sys *device.System, opts Options) *FS {
 	log := opts.Log
 	if log == nil {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	now := time.Now()
-	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: map[int32]int32{}, noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys), selfTestHold: opts.selfTestHold}
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: newBehalfTable(), noPassthrough: opts.withoutPassthrough || os.Getenv(NoPassthroughEnv) == "1", physIno: physFiles(sys), selfTestHold: opts.selfTestHold}
 	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
 	f.catchSIGUSR1(opts)
+	return f
+}
+
+// mountAndServe mounts the FUSE connection on dir and starts serving it
+// over the transport opts asks for; on failure nothing stays mounted.
+func (f *FS) mountAndServe(dir string, opts Options) error {
 	transport, err := resolveTransport(opts.Transport)
 	if err != nil {
-		f.tgids.close()
-		f.releaseSIGUSR1()
-		return nil, err
+		return err
 	}
 	var uringErr error
 	if transport != TransportClassic {
 		// Before the mount: INIT offers io_uring only if the kernel
 		// allows it then.
-		uringErr = prepareURing(log)
+		uringErr = prepareURing(f.log)
 	}
 	fd, err := f.mountConn(dir, opts)
 	if err != nil {
-		f.tgids.close()
-		f.releaseSIGUSR1()
-		return nil, fmt.Errorf("fs: mount %s: %w", dir, err)
+		return fmt.Errorf("fs: mount %s: %w", dir, err)
 	}
 	// The tree never changes shape while mounted: let the kernel cache it.
 	timeout := time.Hour
 	nodeOpts := &gofs.Options{
-		MountOptions: mountOptions(opts.Debug, log),
+		MountOptions: mountOptions(opts.Debug, f.log),
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 		OnAdd:        func(ctx context.Context) { f.build(ctx) },
@@ -205,40 +229,19 @@ func Mount(sys *device.System, dir string, opts Options) (*FS, error) {
 		if !errors.As(err, new(errFDClosed)) {
 			unix.Close(fd)
 		}
-		f.tgids.close()
-		f.releaseSIGUSR1()
-		return nil, fmt.Errorf("fs: serve %s: %w", dir, err)
+		return fmt.Errorf("fs: serve %s: %w", dir, err)
 	}
 	f.server = server
-	f.startDiagnostics(opts)
-	f.mountpoint = dir
-	if f.rootFd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		f.Unmount()
-		return nil, fmt.Errorf("fs: %s: %w", dir, err)
-	}
-	f.pinAndGuard(sys, dir, log)
-	disablePoll(dir)
-	if err := f.checkMmapCoherence(dir); err != nil {
-		f.incoherent = true
-		switch {
-		case opts.OtherMmap:
-			log.WithError(err).Debug("mmap of the FUSE files is not coherent")
-			f.startRawReaper()
-			return f, nil
-		case !opts.DegradedMmap:
-			f.Unmount()
-			return nil, fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
-		}
-		log.WithError(err).Warn("running with degraded mmap")
-	}
-	// After the self-test: its mapping is the daemon's own.
-	f.startRawReaper()
-	return f, nil
+	return nil
 }
 
-// pinAndGuard pins the mount for Abort and makes a handler panic or a
-// lock-order violation end the connection before the process.
-func (f *FS) pinAndGuard(sys *device.System, dir string, log *logrus.Entry) {
+// pinRoot opens the mount's root, which names the connection (its
+// device number) and keeps a descriptor Abort can use.
+func (f *FS) pinRoot(dir string) error {
+	var err error
+	if f.rootFd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return fmt.Errorf("fs: %s: %w", dir, err)
+	}
 	var st unix.Stat_t
 	if unix.Fstat(f.rootFd, &st) == nil {
 		f.mountDev.Store(uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)))
@@ -246,10 +249,15 @@ func (f *FS) pinAndGuard(sys *device.System, dir string, log *logrus.Entry) {
 	if pin, err := unix.FcntlInt(uintptr(f.rootFd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
 		f.abortPin.Store(int32(pin))
 	}
+	return nil
+}
+
+// hookExits ends the daemon cleanly on the ways it can die mid-request.
+func (f *FS) hookExits(dir string) {
 	// A handler panic may leave a lock held: end the daemon cleanly rather
 	// than serve on and hang callers behind it.
-	sys.SetPanicHandler(func(p any) {
-		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
+	f.sys.SetPanicHandler(func(p any) {
+		f.log.WithField("panic", p).Error("stopping the daemon after a handler panic")
 		f.Abort()
 		os.Exit(panicExit)
 	})
@@ -258,6 +266,25 @@ func (f *FS) pinAndGuard(sys *device.System, dir string, log *logrus.Entry) {
 		f.Abort()
 		unix.Unmount(dir, unix.MNT_DETACH)
 	})
+}
+
+// selfTestMmap checks that a mapping of the FUSE files shares memory
+// with the daemon, and refuses the mount if not unless opts accept it.
+func (f *FS) selfTestMmap(dir string, opts Options) error {
+	err := f.checkMmapCoherence(dir)
+	if err == nil {
+		return nil
+	}
+	f.incoherent = true
+	switch {
+	case opts.OtherMmap:
+		f.log.WithError(err).Debug("mmap of the FUSE files is not coherent")
+	case !opts.DegradedMmap:
+		return fmt.Errorf("fs: %s: %w (use --degraded-mmap to run without it)", dir, err)
+	default:
+		f.log.WithError(err).Warn("running with degraded mmap")
+	}
+	return nil
 }
 
 // mountConn mounts the connection at dir, or has opts.Mount do it, and
@@ -357,20 +384,9 @@ func (f *FS) DevicePath(i int) string {
 // tid (and its process) as the opener. The caller installs the descriptor
 // in tid's process.
 func (f *FS) OpenFor(i int, flags int, tid int32) (int, error) {
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
-	self := int32(unix.Gettid())
-	f.behalfMu.Lock()
-	f.behalf[self] = tid
-	f.behalfActive.Add(1)
-	f.behalfMu.Unlock()
-	defer func() {
-		f.behalfMu.Lock()
-		delete(f.behalf, self)
-		f.behalfActive.Add(-1)
-		f.behalfMu.Unlock()
-	}()
-	return unix.Openat(f.rootFd, fmt.Sprintf("%s/neuron%d", DevDir, i), flags|unix.O_CLOEXEC, 0)
+	return f.behalf.openAs(tid, func() (int, error) {
+		return unix.Openat(f.rootFd, fmt.Sprintf("%s/neuron%d", DevDir, i), flags|unix.O_CLOEXEC, 0)
+	})
 }
 
 // Wait blocks until the filesystem is unmounted by someone else.
@@ -382,14 +398,7 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 	if !ok {
 		return device.Caller{}
 	}
-	tid := int32(c.Pid)
-	if f.behalfActive.Load() > 0 {
-		f.behalfMu.Lock()
-		if target, ok := f.behalf[tid]; ok {
-			tid = target
-		}
-		f.behalfMu.Unlock()
-	}
+	tid := f.behalf.caller(int32(c.Pid))
 	return device.Caller{
 		Tid:                tid,
 		Tgid:               f.tgids.lookup(tid),

@@ -81,66 +81,19 @@ func (s *linkServer) dropSide(side Side, cut bool) {
 func (s *linkServer) serve(c net.Conn) {
 	defer s.wg.Done()
 	host, hello, linked := remoteHost(c), false, false
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		if !hello {
-			s.donePendingLocked(host)
-		}
-		if linked {
-			if s.links[host]--; s.links[host] <= 0 {
-				delete(s.links, host)
-			}
-		}
-		s.mu.Unlock()
-		c.Close()
-	}()
-	p := s.p
-	// A stranger gets one timeout to prove itself, then the door.
-	c.SetDeadline(time.Now().Add(p.timeout))
-	sess, err := handshake(c, p.n.Secret, p.pod, false)
-	if err != nil {
-		s.refuse(c, err)
+	defer func() { s.drop(c, host, hello, linked) }()
+	sess, m, ok := s.greet(c)
+	if !ok {
 		return
 	}
-	m, err := sess.read()
-	if err == nil && m.typ != msgHello {
-		err = fmt.Errorf("%w: type %d before the hello", errBadMsg, m.typ)
-	}
-	if err != nil {
-		s.refuse(c, err)
-		return
-	}
-	p.mu.Lock()
-	slot := p.slot
-	p.mu.Unlock()
-	verdict := helloOK
-	switch {
-	case slot < 0:
-		verdict = helloNotReady
-	case m.size != p.size || m.slot == slot || neighbor(p.size, m.slot, m.side) != slot:
-		verdict = helloRefused
-		p.warn(fmt.Errorf("%s says it is slot %d of %d across its %s link; this is slot %d of %d", c.RemoteAddr(), m.slot, m.size, m.side, slot, p.size),
-			"link refused: the caller is not cabled to this server")
-	}
-	s.mu.Lock()
-	cut := s.cut[m.side]
-	if _, ok := s.conns[c]; ok {
-		s.conns[c] = m.side
-	}
-	s.donePendingLocked(host)
+	slot, verdict := s.judge(c, m)
+	cut, full, linked := s.admit(c, host, m.side, verdict)
 	hello = true
-	full := verdict == helloOK && s.links[host] >= maxLinksPerHost
-	if verdict == helloOK && !full {
-		s.links[host]++
-		linked = true
-	}
-	s.mu.Unlock()
 	if cut {
 		return // a pulled cable answers nothing
 	}
 	if full {
-		p.warn(fmt.Errorf("from %s", c.RemoteAddr()), "too many pod links from one address: refused")
+		s.p.warn(fmt.Errorf("from %s", c.RemoteAddr()), "too many pod links from one address: refused")
 		return
 	}
 	if slot < 0 {
@@ -150,9 +103,89 @@ func (s *linkServer) serve(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
+	s.answerReads(c, sess)
+}
+
+// drop forgets a connection that ended: its pending hello, or its place
+// among its host's links.
+func (s *linkServer) drop(c net.Conn, host string, hello, linked bool) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	if !hello {
+		s.donePendingLocked(host)
+	}
+	if linked {
+		if s.links[host]--; s.links[host] <= 0 {
+			delete(s.links, host)
+		}
+	}
+	s.mu.Unlock()
+	c.Close()
+}
+
+// greet runs the handshake and reads the caller's hello; a stranger gets
+// one timeout to prove itself, then the door (ok false).
+func (s *linkServer) greet(c net.Conn) (*session, netMsg, bool) {
+	c.SetDeadline(time.Now().Add(s.p.timeout))
+	sess, err := handshake(c, s.p.n.Secret, s.p.pod, false)
+	if err != nil {
+		s.refuse(c, err)
+		return nil, netMsg{}, false
+	}
+	m, err := sess.read()
+	if err == nil && m.typ != msgHello {
+		err = fmt.Errorf("%w: type %d before the hello", errBadMsg, m.typ)
+	}
+	if err != nil {
+		s.refuse(c, err)
+		return nil, netMsg{}, false
+	}
+	return sess, m, true
+}
+
+// judge answers a hello: this server's slot, and whether the caller is
+// cabled to it.
+func (s *linkServer) judge(c net.Conn, m netMsg) (slot int, verdict byte) {
+	p := s.p
+	p.mu.Lock()
+	slot = p.slot
+	p.mu.Unlock()
+	switch {
+	case slot < 0:
+		return slot, helloNotReady
+	case m.size != p.size || m.slot == slot || neighbor(p.size, m.slot, m.side) != slot:
+		p.warn(fmt.Errorf("%s says it is slot %d of %d across its %s link; this is slot %d of %d", c.RemoteAddr(), m.slot, m.size, m.side, slot, p.size),
+			"link refused: the caller is not cabled to this server")
+		return slot, helloRefused
+	}
+	return slot, helloOK
+}
+
+// admit records the hello: whether the link on side is cut, whether the
+// caller's host holds too many links already, and whether this one now
+// counts among them.
+func (s *linkServer) admit(c net.Conn, host string, side Side, verdict byte) (cut, full, linked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cut = s.cut[side]
+	if _, ok := s.conns[c]; ok {
+		s.conns[c] = side
+	}
+	s.donePendingLocked(host)
+	full = verdict == helloOK && s.links[host] >= maxLinksPerHost
+	if verdict == helloOK && !full {
+		s.links[host]++
+		linked = true
+	}
+	return cut, full, linked
+}
+
+// answerReads serves the caller's register reads until it goes. A link
+// that carries no read for p.idle is closed: even a member holding the
+// secret cannot keep connections forever.
+func (s *linkServer) answerReads(c net.Conn, sess *session) {
+	p := s.p
 	for {
-		// A link that carries no read for p.idle is closed: even a member
-		// holding the secret cannot keep connections forever.
 		c.SetReadDeadline(time.Now().Add(p.idle))
 		m, err := sess.read()
 		if err != nil {

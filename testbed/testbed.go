@@ -67,16 +67,9 @@ func New(t testing.TB, opts ...Option) *Testbed {
 }
 
 func start(t testing.TB, c config) (*Testbed, error) {
-	g, err := exitguard.Shared()
+	g, err := guardFor(t)
 	if err != nil {
 		return nil, err
-	}
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if at, ok := d.Deadline(); ok {
-			if err := g.AbortAt(at.Add(-guardMargin)); err != nil {
-				return nil, err
-			}
-		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -85,23 +78,8 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
 	log := logrus.NewEntry(l).WithField("testbed", t.Name())
-	if c.dev.Major == 0 {
-		if c.dev.Major, err = hostview.FreeMajor(); err != nil {
-			return nil, err
-		}
-	}
-	c.dev.Log = log
-	if env := os.Getenv(device.BackingEnv); env != "" && c.dev.Backing == (device.Backing{}) {
-		if c.dev.Backing, err = device.ParseBacking(env); err != nil {
-			return nil, fmt.Errorf("$%s: %w", device.BackingEnv, err)
-		}
-	}
-	sys, err := device.NewSystem(c.dev)
+	sys, err := newSystem(c, log)
 	if err != nil {
-		return nil, err
-	}
-	if err := sys.Faults().Apply(c.faults); err != nil {
-		sys.Close()
 		return nil, err
 	}
 	root := filepath.Join(t.TempDir(), "host")
@@ -161,6 +139,50 @@ func start(t testing.TB, c config) (*Testbed, error) {
 		reg.Release()
 	})
 	return tb, nil
+}
+
+// guardFor is the exit guard, told to abort the testbed's mounts a
+// margin before t's deadline.
+func guardFor(t testing.TB) (*exitguard.Guard, error) {
+	g, err := exitguard.Shared()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if at, ok := d.Deadline(); ok {
+			if err := g.AbortAt(at.Add(-guardMargin)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return g, nil
+}
+
+// newSystem builds the emulated host c describes, on a free major and
+// the backing $NEURONFS_MEMORY_BACKING names unless c names one, with
+// c's faults applied.
+func newSystem(c config, log *logrus.Entry) (*device.System, error) {
+	var err error
+	if c.dev.Major == 0 {
+		if c.dev.Major, err = hostview.FreeMajor(); err != nil {
+			return nil, err
+		}
+	}
+	c.dev.Log = log
+	if env := os.Getenv(device.BackingEnv); env != "" && c.dev.Backing == (device.Backing{}) {
+		if c.dev.Backing, err = device.ParseBacking(env); err != nil {
+			return nil, fmt.Errorf("$%s: %w", device.BackingEnv, err)
+		}
+	}
+	sys, err := device.NewSystem(c.dev)
+	if err != nil {
+		return nil, err
+	}
+	if err := sys.Faults().Apply(c.faults); err != nil {
+		sys.Close()
+		return nil, err
+	}
+	return sys, nil
 }
 
 // Root is the host's tree: dev/neuronN (the device files), sys/ (the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 
@@ -14,16 +15,32 @@ import (
 // passes it to its children).
 const execCmd = "__exec"
 
+// execFlags are the exec helper's flags: the daemon fills them in and
+// relays them (args), the helper registers them the same way.
+type execFlags struct {
+	uid, gid   int
+	direct     bool // device descriptors are the supervisor's (fs.Direct)
+	noNewPrivs bool // rootless: the filter needs no_new_privs
+}
+
+func (e *execFlags) register(fl *flag.FlagSet) {
+	fl.IntVar(&e.uid, "uid", os.Getuid(), "")
+	fl.IntVar(&e.gid, "gid", os.Getgid(), "")
+	fl.BoolVar(&e.direct, "direct", false, "")
+	fl.BoolVar(&e.noNewPrivs, "no-new-privs", false, "")
+}
+
+// args is the helper's command line for e.
+func (e execFlags) args() []string { return argsOf(e, (*execFlags).register) }
+
 func cmdExec(args []string) int {
 	fl := newFlagSet(execCmd)
-	uid := fl.Int("uid", os.Getuid(), "")
-	gid := fl.Int("gid", os.Getgid(), "")
-	direct := fl.Bool("direct", false, "")
-	noNewPrivs := fl.Bool("no-new-privs", false, "")
+	var e execFlags
+	e.register(fl)
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
-	err := hostview.Exec(3, *uid, *gid, *direct, *noNewPrivs, fl.Args(), os.Environ())
+	err := hostview.Exec(3, e.uid, e.gid, e.direct, e.noNewPrivs, fl.Args(), os.Environ())
 	var se *hostview.StartError
 	if errors.As(err, &se) {
 		return reportStartFailure(se.Name, se.Err)

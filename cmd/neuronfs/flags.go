@@ -18,7 +18,7 @@ import (
 )
 
 // hostFlags are the flags that describe the emulated host; mount and run
-// share them, and run passes them on to its namespace child.
+// share them, and run relays them to its namespace child (relayArgs).
 type hostFlags struct {
 	instance string
 	devices  int
@@ -102,19 +102,6 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 // fsOptions returns the mount options the flags ask for.
 func (h *hostFlags) fsOptions(log *logrus.Entry) fs.Options {
 	return fs.Options{Debug: h.debug, Log: log, DegradedMmap: h.degraded, DumpOnSIGUSR1: true, Transport: string(h.transport)}
-}
-
-// args renders the flags back into a command line.
-func (h *hostFlags) args() []string {
-	return append([]string{
-		"--instance=" + h.instance, fmt.Sprintf("--devices=%d", h.devices), "--arch=" + h.arch,
-		fmt.Sprintf("--revision=%d", h.revision), fmt.Sprintf("--major=%d", h.major),
-		"--log-level=" + h.logLevel, "--log-format=" + h.logFmt, "--log-file=" + h.logFile.String(), fmt.Sprintf("--debug-fuse=%v", h.debug), fmt.Sprintf("--degraded-mmap=%v", h.degraded), fmt.Sprintf("--strict=%v", h.strict), "--driver-version=" + h.driver,
-		fmt.Sprintf("--inference-start=%d", h.inferenceStart), "--exec-latency=" + h.execLatency.String(),
-		fmt.Sprintf("--time-scale=%g", h.timeScale), "--inject=" + h.inject, "--fuse-transport=" + string(h.transport),
-		"--memory-backing=" + h.backing.String(), "--memory-limit=" + h.memLimit.String(),
-		"--exec-trace=" + h.execTrace.String(),
-	}, h.pod.args()...)
 }
 
 // defaultInstances picks an instance when only --arch is given.

@@ -46,22 +46,13 @@ var hostSysfs = []struct{ parent, name, src string }{
 	{"/sys/module", "neuron", fs.ModuleDir},
 }
 
+// run serves the devices bound onto this host until a signal, or the
+// private mount going away, undoes the binds. Its steps are the functions
+// below it.
 func (m *hostMode) run(h hostFlags, args []string) int {
-	if len(args) != 0 {
-		return usageLine("mount", "--host takes no MOUNTPOINT")
-	}
-	if status, ok := requireRoot("mount --host"); !ok {
+	log, status, ok := checkHostMode(&h, args)
+	if !ok {
 		return status
-	}
-	if err := h.check(); err != nil {
-		return usageFail("mount", err)
-	}
-	log, err := h.logger()
-	if err != nil {
-		return failLine("mount --host", err)
-	}
-	if err := preflight(); err != nil {
-		return failLine("mount --host", err)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -79,56 +70,101 @@ func (m *hostMode) run(h hostFlags, args []string) int {
 	}
 	defer h.leavePod()
 	defer sys.Close()
+	b, err := bindHost(dir, sys, h.fsOptions(log))
+	if err != nil {
+		return failLine("mount --host", err)
+	}
+	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": b.st.file(),
+		"mode": fmt.Sprintf("%04o", hostview.UdevMode)}).Info("devices bound onto the host, open to every local user as with the driver's udev rule")
+	return b.serveUntil(sigs)
+}
+
+// checkHostMode answers the user's mistakes and checks the host can
+// mount, and returns the daemon's logger; when ok is false, mount is over
+// with status.
+func checkHostMode(h *hostFlags, args []string) (log *logrus.Entry, status int, ok bool) {
+	if len(args) != 0 {
+		return nil, usageLine("mount", "--host takes no MOUNTPOINT"), false
+	}
+	if status, ok := requireRoot("mount --host"); !ok {
+		return nil, status, false
+	}
+	if err := h.check(); err != nil {
+		return nil, usageFail("mount", err), false
+	}
+	log, err := h.logger()
+	if err == nil {
+		err = preflight()
+	}
+	if err != nil {
+		return nil, failLine("mount --host", err), false
+	}
+	return log, exitOK, true
+}
+
+// hostBinds is a host mode daemon's mount and what it placed on the host.
+type hostBinds struct {
+	st     *hostState
+	reaper *reaper
+	fsys   *fs.FS
+	log    *logrus.Entry
+}
+
+// bindHost mounts the devices privately under dir and binds them onto
+// the host, undoing what it did if a step fails.
+func bindHost(dir *stateDir, sys *device.System, opts fs.Options) (*hostBinds, error) {
 	for _, d := range sys.Devices {
 		if _, err := os.Lstat("/dev/" + d.Name()); err == nil {
-			return failLine("mount --host", fmt.Errorf("/dev/%s exists already (a real driver, or another emulator?)", d.Name()))
+			return nil, fmt.Errorf("/dev/%s exists already (a real driver, or another emulator?)", d.Name())
 		}
 	}
 	st, err := begin(dir, sys)
 	if err != nil {
-		return failLine("mount --host", err)
+		return nil, err
 	}
-	reaper, err := startReaper(st.Mountpoint)
-	if err != nil {
-		log.WithError(err).Warn("no reaper: after a SIGKILL, run 'neuronfs cleanup'")
+	b := &hostBinds{st: st, log: opts.Log}
+	if b.reaper, err = startReaper(st.Mountpoint); err != nil {
+		b.log.WithError(err).Warn("no reaper: after a SIGKILL, run 'neuronfs cleanup'")
 	}
-	fsys, err := fs.Mount(sys, st.Mountpoint, h.fsOptions(log))
-	if err != nil {
-		reaper.stop()
+	if b.fsys, err = fs.Mount(sys, st.Mountpoint, opts); err != nil {
+		b.reaper.stop()
 		st.undo()
-		return failLine("mount --host", mountError(err))
+		return nil, mountError(err)
 	}
-	lowerOOMScore(log)
+	lowerOOMScore(b.log)
 	if err := bindOntoHost(st, sys); err != nil {
-		log.WithError(err).Debug("host binds failed; undoing")
-		reaper.stop()
+		b.log.WithError(err).Debug("host binds failed; undoing")
+		b.reaper.stop()
 		st.undo()
-		abortOnExit(fsys, log)
-		return failLine("mount --host", err)
+		abortOnExit(b.fsys, b.log)
+		return nil, err
 	}
-	log.WithFields(logrus.Fields{"devices": len(sys.Devices), "instance": sys.Instance.Name, "state": st.file(),
-		"mode": fmt.Sprintf("%04o", hostview.UdevMode)}).Info("devices bound onto the host, open to every local user as with the driver's udev rule")
+	return b, nil
+}
 
+// serveUntil serves until a signal comes or the private mount goes away,
+// then undoes the binds and returns the daemon's status.
+func (b *hostBinds) serveUntil(sigs <-chan os.Signal) int {
 	done := make(chan struct{})
-	go func() { fsys.Wait(); close(done) }()
+	go func() { b.fsys.Wait(); close(done) }()
 	select {
 	case s := <-sigs:
-		log.WithField("signal", s).Info("undoing the host binds")
+		b.log.WithField("signal", s).Info("undoing the host binds")
 	case <-done:
-		log.Warn("the private mount went away; undoing the host binds")
+		b.log.Warn("the private mount went away; undoing the host binds")
 	}
-	reaper.stop()
+	b.reaper.stop()
 	status := exitOK
 	// Not fsys.Unmount: it waits for the connection to end, which the
 	// binds (and any process still holding a device) keep alive. undo
 	// detaches the binds, then aborts and detaches the private mount.
-	if err := st.undo(); err != nil {
-		log.WithError(err).Error("undoing the host binds")
+	if err := b.st.undo(); err != nil {
+		b.log.WithError(err).Error("undoing the host binds")
 		status = exitFailure
 	}
-	abortOnExit(fsys, log)
+	abortOnExit(b.fsys, b.log)
 	if status == exitOK {
-		dir.removeIfMade()
+		b.st.dir.removeIfMade()
 	}
 	return status
 }

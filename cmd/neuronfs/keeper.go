@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -51,8 +52,9 @@ func startKept(argv []string, as string, uid, gid int, files ...*os.File) (func(
 		return nil, fmt.Errorf("the keeper's pipe: %w", err)
 	}
 	defer r.Close()
-	args := append([]string{keepCmd, "--as=" + as, fmt.Sprintf("--uid=%d", uid), fmt.Sprintf("--gid=%d", gid),
-		fmt.Sprintf("--files=%d", len(files)), fmt.Sprintf("--pgid=%d", unix.Getpgrp()), "--"}, argv...)
+	k := keepFlags{as: as, uid: uid, gid: gid, files: len(files), pgid: unix.Getpgrp()}
+	args := append(append([]string{keepCmd}, argsOf(k, (*keepFlags).register)...), "--")
+	args = append(args, argv...)
 	cmd := exec.Command(self, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = append([]*os.File{r}, files...)
@@ -72,13 +74,27 @@ func startKept(argv []string, as string, uid, gid int, files ...*os.File) (func(
 	}, nil
 }
 
+// keepFlags are the keeper's flags: startKept fills them in and derives
+// the keeper's command line from them (argsOf).
+type keepFlags struct {
+	as       string // keepAsIs, keepUserns or keepCred
+	uid, gid int
+	files    int // descriptors passed on to the child, from fd 4
+	pgid     int // the process group the child joins (0: its own)
+}
+
+func (k *keepFlags) register(fl *flag.FlagSet) {
+	fl.StringVar(&k.as, "as", keepAsIs, "")
+	fl.IntVar(&k.uid, "uid", os.Getuid(), "")
+	fl.IntVar(&k.gid, "gid", os.Getgid(), "")
+	fl.IntVar(&k.files, "files", 0, "")
+	fl.IntVar(&k.pgid, "pgid", 0, "")
+}
+
 func cmdKeep(args []string) int {
 	fl := newFlagSet(keepCmd)
-	as := fl.String("as", keepAsIs, "")
-	uid := fl.Int("uid", os.Getuid(), "")
-	gid := fl.Int("gid", os.Getgid(), "")
-	nfiles := fl.Int("files", 0, "")
-	pgid := fl.Int("pgid", 0, "")
+	var k keepFlags
+	k.register(fl)
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
@@ -89,21 +105,21 @@ func cmdKeep(args []string) int {
 	daemon := os.Getppid()
 	pipe := os.NewFile(3, "daemon")
 	var files []*os.File
-	for i := 0; i < *nfiles; i++ {
+	for i := 0; i < k.files; i++ {
 		files = append(files, os.NewFile(uintptr(4+i), "file"+strconv.Itoa(i)))
 	}
 	cmd := exec.Command(fl.Arg(0), fl.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	switch *as {
+	switch k.as {
 	case keepUserns:
-		cmd.SysProcAttr = asUserInside(*uid, *gid)
+		cmd.SysProcAttr = asUserInside(k.uid, k.gid)
 	case keepCred:
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid)}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(k.uid), Gid: uint32(k.gid)}
 	}
-	if *pgid > 0 {
-		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, *pgid
+	if k.pgid > 0 {
+		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, k.pgid
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -52,16 +52,6 @@ func (p *podFlags) register(fs *flag.FlagSet) {
 	p.registerNet(fs)
 }
 
-func (p *podFlags) args() []string {
-	return []string{
-		"--pod=" + p.name, "--node-serial=" + p.nodeSerial, fmt.Sprintf("--pod-size=%d", p.size), fmt.Sprintf("--pod-slot=%d", p.slot),
-		"--pod-timeout=" + p.timeout.String(), "--pod-link-fault=" + p.linkFault, fmt.Sprintf("--userver-ctl=%d", p.ctl),
-		fmt.Sprintf("--pds-node-count=%d", p.pdsNodes), fmt.Sprintf("--pds-server-id=%d", p.pdsServer),
-		"--pod-peers=" + p.peers, "--pod-secret-file=" + p.secretFile, "--pod-listen=" + p.listen,
-		"--pod-link-timeout=" + p.linkTimeout.String(), "--pod-retry-timeout=" + p.retry.String(), "--pod-poll-interval=" + p.poll.String(),
-	}
-}
-
 // parseSerial reads --node-serial: a number, or hash:TEXT, which gives
 // every node of a DaemonSet its own serial from its name.
 func parseSerial(s string) (uint64, error) {

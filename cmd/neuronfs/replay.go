@@ -22,6 +22,18 @@ const (
 	replayWorkerCmd = "__replay-worker"
 )
 
+// replayFlags are replay's own flags, which its hidden halves (__replay,
+// __replay-worker) register the same way and get relayed (argsOf).
+type replayFlags struct {
+	strict   bool
+	mapAddrs bool
+}
+
+func (r *replayFlags) register(fl *flag.FlagSet) {
+	fl.BoolVar(&r.strict, "strict", false, "count values rewritten to something other than recorded (handles, physical addresses) as differences, and stop at the first call that differs")
+	fl.BoolVar(&r.mapAddrs, "map-addresses", false, "translate physical addresses (chunk PAs, mmap offsets, descriptor addresses) learned from outputs, for captures made on real hardware or another host")
+}
+
 func cmdReplay(args []string) int {
 	fl := newFlagSet("replay")
 	var h hostFlags
@@ -34,8 +46,8 @@ func cmdReplay(args []string) int {
 			fl.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	strict := fl.Bool("strict", false, "count values rewritten to something other than recorded (handles, physical addresses) as differences, and stop at the first call that differs")
-	mapAddrs := fl.Bool("map-addresses", false, "translate physical addresses (chunk PAs, mmap offsets, descriptor addresses) learned from outputs, for captures made on real hardware or another host")
+	var rf replayFlags
+	rf.register(fl)
 	if status, ok := parseFlags("replay", fl, args); !ok {
 		return status
 	}
@@ -88,8 +100,9 @@ func cmdReplay(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
 		return 1
 	}
-	runArgs := append([]string{"run"}, h.args()...)
-	runArgs = append(runArgs, "--", self, replayCmd, fmt.Sprintf("--strict=%v", *strict), fmt.Sprintf("--map-addresses=%v", *mapAddrs), file)
+	runArgs := append([]string{"run"}, relayArgs(hfl, new(hostFlags).register)...)
+	runArgs = append(append(runArgs, "--", self, replayCmd), argsOf(rf, (*replayFlags).register)...)
+	runArgs = append(runArgs, file)
 	cmd := exec.Command(self, runArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -106,7 +119,8 @@ func cmdReplayInside(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
 		return 1
 	}
-	o.Worker = []string{self, replayWorkerCmd, fmt.Sprintf("--map-addresses=%v", o.MapAddresses), file}
+	o.Worker = append([]string{self, replayWorkerCmd}, argsOf(replayFlags{mapAddrs: o.MapAddresses}, (*replayFlags).register)...)
+	o.Worker = append(o.Worker, file)
 	results, err := replay.Run(t, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs replay:", err)
@@ -146,8 +160,8 @@ func cmdReplayWorker(args []string) int {
 // nil trace comes with the exit status.
 func replayArgs(name string, args []string) (*trace.Trace, replay.Options, string, int) {
 	fl := newFlagSet(name)
-	strict := fl.Bool("strict", false, "")
-	mapAddrs := fl.Bool("map-addresses", false, "")
+	var rf replayFlags
+	rf.register(fl)
 	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
 		return nil, replay.Options{}, "", 2
 	}
@@ -162,5 +176,5 @@ func replayArgs(name string, args []string) (*trace.Trace, replay.Options, strin
 		fmt.Fprintf(os.Stderr, "neuronfs replay: %s: %v\n", fl.Arg(0), err)
 		return nil, replay.Options{}, "", 1
 	}
-	return t, replay.Options{Strict: *strict, MapAddresses: *mapAddrs}, fl.Arg(0), 0
+	return t, replay.Options{Strict: rf.strict, MapAddresses: rf.mapAddrs}, fl.Arg(0), 0
 }

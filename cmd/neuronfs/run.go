@@ -64,60 +64,86 @@ func (u *userFlags) forCaller(fl *flag.FlagSet) {
 	}
 }
 
+// cmdRun starts the emulated host in a private mount namespace (the
+// __nsrun child, which serves the devices and runs CMD) and waits for it.
+// Its steps, in order, are the functions below it.
 func cmdRun(args []string) int {
 	fl := newFlagSet("run")
-	var h hostFlags
-	var u userFlags
-	h.register(fl)
-	u.register(fl)
-	noChardev := fl.Bool("no-chardev", false, "make /dev/neuronN the FUSE files instead of character devices with seccomp-redirected opens")
-	deviceFDs := defaultDeviceFDs()
-	fl.Var(&deviceFDs, "device-fds", "what a device descriptor is: fuse (an open of the FUSE file; mmap needs FUSE passthrough), supervisor (the device's memory file, whose ioctls the seccomp supervisor serves; mmap works on any kernel) or auto (fuse where its mmap works, else supervisor); $"+deviceFDsEnv+" sets the default")
-	if status, ok := parseFlags("run", fl, args); !ok {
+	var r runFlags
+	r.register(fl)
+	rootless, status, ok := parseRunFlags(fl, &r, args)
+	if !ok {
 		return status
 	}
-	if fl.NArg() == 0 {
-		return usageLine("run", "no CMD: neuronfs run [flags] -- CMD [ARGS...]")
-	}
-	// Without root, run makes its namespaces in a user namespace of the
-	// caller (rootless.go); --uid and --gid then name the ids CMD sees.
-	rootless := os.Geteuid() != 0
-	if rootless {
-		u.forCaller(fl)
-	}
-	// The namespace child builds the host; its mistakes are the user's,
-	// answered here before anything starts.
-	if err := h.check(); err != nil {
-		return usageFail("run", err)
-	}
-	if err := u.check(); err != nil {
-		return usageFail("run", err)
-	}
-	explicit := false
-	fl.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "device-fds" })
-	if err := deviceFDs.check(*noChardev && explicit); err != nil {
-		return usageFail("run", err)
-	}
-	if rootless {
-		if err := rootlessPreflight(os.Getuid()); err != nil {
-			return failLine("run", err)
-		}
-	} else if err := preflight(); err != nil {
+	if err := runPreflight(rootless); err != nil {
 		return failLine("run", err)
 	}
 	// The daemon logs to a file, never into CMD's streams (logfile.go).
-	daemonLog, err := runLogFile(h.logFile.path, h.logLevel, h.debug)
+	daemonLog, err := runLogFile(r.host.logFile.path, r.host.logLevel, r.host.debug)
 	if err != nil {
 		return failLine("run", err)
 	}
-	h.logFile.path = daemonLog.path
-	self, err := os.Executable()
+	r.host.logFile.path = daemonLog.path
+	cmd, err := nsRunCommand(fl, rootless)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 1
 	}
-	childArgs := append([]string{nsRunCmd}, h.args()...)
-	childArgs = append(childArgs, fmt.Sprintf("--uid=%d", u.uid), fmt.Sprintf("--gid=%d", u.gid), fmt.Sprintf("--no-chardev=%v", *noChardev), "--device-fds="+string(deviceFDs), fmt.Sprintf("--rootless=%v", rootless), "--")
+	// The program's keeper (keeper.go) outlives a killed daemon: as the
+	// subreaper, run inherits it and waits for it to stop the program.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs run: cannot become a subreaper:", err)
+		return 1
+	}
+	status = runDaemon(cmd, rootless)
+	daemonLog.report()
+	return status
+}
+
+// parseRunFlags parses run's command line and answers the user's
+// mistakes before anything starts (the namespace child, which builds the
+// host, would only find them later). It reports whether run is rootless;
+// when ok is false, run is over with status.
+func parseRunFlags(fl *flag.FlagSet, r *runFlags, args []string) (rootless bool, status int, ok bool) {
+	if status, ok := parseFlags("run", fl, args); !ok {
+		return false, status, false
+	}
+	if fl.NArg() == 0 {
+		return false, usageLine("run", "no CMD: neuronfs run [flags] -- CMD [ARGS...]"), false
+	}
+	// Without root, run makes its namespaces in a user namespace of the
+	// caller (rootless.go); --uid and --gid then name the ids CMD sees.
+	rootless = os.Geteuid() != 0
+	if rootless {
+		r.user.forCaller(fl)
+	}
+	explicit := false
+	fl.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "device-fds" })
+	for _, check := range []func() error{r.host.check, r.user.check, func() error { return r.deviceFDs.check(r.noChardev && explicit) }} {
+		if err := check(); err != nil {
+			return false, usageFail("run", err), false
+		}
+	}
+	return rootless, exitOK, true
+}
+
+// runPreflight checks that this host can make run's namespaces and mount.
+func runPreflight(rootless bool) error {
+	if rootless {
+		return rootlessPreflight(os.Getuid())
+	}
+	return preflight()
+}
+
+// nsRunCommand is the namespace child's command: run's parsed flags
+// relayed, then CMD.
+func nsRunCommand(fl *flag.FlagSet, rootless bool) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	childArgs := append([]string{nsRunCmd}, relayArgs(fl, new(runFlags).register)...)
+	childArgs = append(childArgs, fmt.Sprintf("--rootless=%v", rootless), "--")
 	childArgs = append(childArgs, fl.Args()...)
 	cmd := exec.Command(self, childArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -127,16 +153,16 @@ func cmdRun(args []string) int {
 	if rootless {
 		cmd.SysProcAttr = rootlessNamespaces()
 	}
-	// The program's keeper (keeper.go) outlives a killed daemon: as the
-	// subreaper, run inherits it and waits for it to stop the program.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "neuronfs run: cannot become a subreaper:", err)
-		return 1
-	}
+	return cmd, nil
+}
+
+// runDaemon starts the namespace child, waits for it and returns its
+// status, stopping orphans if it was killed.
+func runDaemon(cmd *exec.Cmd, rootless bool) int {
 	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
 	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
 	if err != nil {
-		if e := reexecError(self, err); e != nil {
+		if e := reexecError(cmd.Path, err); e != nil {
 			return failLine("run", e)
 		}
 		if rootless {
@@ -153,7 +179,6 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "neuronfs: the daemon died (%v); the program was stopped\n", cmd.ProcessState)
 		reapOrphans(orphanBudget)
 	}
-	daemonLog.report()
 	return status
 }
 

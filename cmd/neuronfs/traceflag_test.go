@@ -27,14 +27,14 @@ func TestExecTraceFlagAbsolute(t *testing.T) {
 	if h.execTrace.path != want {
 		t.Errorf("--exec-trace out/exec.json is %q, want %q", h.execTrace.path, want)
 	}
-	if !slices.Contains(h.args(), "--exec-trace="+want) {
-		t.Errorf("args %q do not pass --exec-trace on", h.args())
+	if !slices.Contains(relayArgs(fs, new(hostFlags).register), "--exec-trace="+want) {
+		t.Errorf("args %q do not pass --exec-trace on", relayArgs(fs, new(hostFlags).register))
 	}
 	var child hostFlags
 	cfs := flag.NewFlagSet("child", flag.ContinueOnError)
 	cfs.SetOutput(io.Discard)
 	child.register(cfs)
-	if err := cfs.Parse(h.args()); err != nil {
+	if err := cfs.Parse(relayArgs(fs, new(hostFlags).register)); err != nil {
 		t.Fatal(err)
 	}
 	if child.execTrace.path != want {

@@ -149,6 +149,13 @@ func (c *checker) device(i int) {
 		return
 	}
 	defer unix.Close(fd)
+	for _, check := range []func(fd, i int){c.deviceInfo, c.deviceBDF, c.deviceVersions, c.deviceHostIDs, c.deviceNCMap} {
+		check(fd, i)
+	}
+}
+
+// deviceInfo checks DEVICE_BASIC_INFO and DEVICE_INFO.
+func (c *checker) deviceInfo(fd, i int) {
 	arch := uint32(c.inst.Product.Arch)
 	var basic ioctl.DeviceBasicInfo
 	call(c, fd, i, "DEVICE_BASIC_INFO", ioctl.CmdDeviceBasicInfo, &basic, 0)
@@ -170,7 +177,11 @@ func (c *checker) device(i int) {
 	if info.BARAddress[0] < 0xffff800000000000 || info.BARSize[0] != c.facts.BAR0Size || info.BARAddress[1] != 0 || info.BARSize[1] != 0 {
 		c.fail("neuron%d DEVICE_INFO bars %#x %#x", i, info.BARAddress, info.BARSize)
 	}
+}
 
+// deviceBDF checks DEVICE_BDF and DEVICE_BDF_EXT, whose index is relative
+// to the fd's device.
+func (c *checker) deviceBDF(fd, i int) {
 	want := c.inst.BDFs[i]
 	var bdf ioctl.DeviceBDF
 	call(c, fd, i, "DEVICE_BDF", ioctl.CmdDeviceBDF, &bdf, 0)
@@ -191,7 +202,11 @@ func (c *checker) device(i int) {
 	}
 	ext = ioctl.DeviceBDFExt{NDIndex: uint32(c.inst.Devices - i)}
 	call(c, fd, i, "DEVICE_BDF_EXT(past end)", ioctl.CmdDeviceBDFExt, &ext, unix.EINVAL)
+}
 
+// deviceVersions checks COMPATIBLE_VERSION and DRIVER_INFO_GET.
+func (c *checker) deviceVersions(fd, i int) {
+	arch := uint32(c.inst.Product.Arch)
 	var cv ioctl.CompatibleVersion
 	call(c, fd, i, "COMPATIBLE_VERSION", ioctl.CmdCompatibleVersion, &cv, 0)
 	// Driver 2.25.4.0: Trn1/Inf2 runtimes 5-7, Trn2/Trn3 10-11.
@@ -208,7 +223,10 @@ func (c *checker) device(i int) {
 	if di != (ioctl.DeviceDriverInfo{Architecture: arch, Size: 24, FeatureFlags1: 0x1ff}) {
 		c.fail("neuron%d DRIVER_INFO_GET = %+v", i, di)
 	}
+}
 
+// deviceHostIDs checks HOST_DEVICE_ID, its RID map and DEVICE_APP_PID.
+func (c *checker) deviceHostIDs(fd, i int) {
 	var hid ioctl.HostDeviceID
 	call(c, fd, i, "HOST_DEVICE_ID", ioctl.CmdHostDeviceID, &hid, 0)
 	if hid.HostDeviceID != uint32(i) {
@@ -231,7 +249,10 @@ func (c *checker) device(i int) {
 	if pid != int32(os.Getpid()) {
 		c.fail("neuron%d DEVICE_APP_PID = %d, want %d", i, pid, os.Getpid())
 	}
+}
 
+// deviceNCMap checks GET_LOGICAL_TO_PHYSICAL_NC_MAP (absent on v2).
+func (c *checker) deviceNCMap(fd, i int) {
 	entries := make([]ioctl.NCMapEntry, dhal.NCMapEntries)
 	l2p := ioctl.GetLogicalToPhysicalNCMap{MaxMapEntries: dhal.NCMapEntries}
 	hdr, err := OffHeap(4 + 8*dhal.NCMapEntries)
@@ -295,16 +316,27 @@ func (c *checker) others() {
 		return
 	}
 	defer unix.Munmap(mem)
-	expect := func(name string, r int, e unix.Errno, want unix.Errno) {
-		if e != want || (want == 0 && r != 0) || (want != 0 && r != -1) {
-			c.fail("%s: ioctl = %d, %v; want %v", name, r, e, want)
-		}
-	}
+	c.othersState(fd, mem)
+	c.othersInit(fd)
+	c.othersNotifications(fd)
+	c.othersReset(fd)
+	c.freeAccessLane(path)
+}
 
+// expect records a mismatch of an ioctl's result r, e against want.
+func (c *checker) expect(name string, r int, e unix.Errno, want unix.Errno) {
+	if e != want || (want == 0 && r != 0) || (want != 0 && r != -1) {
+		c.fail("%s: ioctl = %d, %v; want %v", name, r, e, want)
+	}
+}
+
+// othersState checks the commands that report or log the device's state,
+// with mem as the caller's buffer.
+func (c *checker) othersState(fd int, mem []byte) {
 	hdr := (*ioctl.GetAppsInfo)(ptr(mem))
 	*hdr = ioctl.GetAppsInfo{Capacity: 16}
 	r, e := IoctlAddr(fd, ioctl.CmdDeviceGetAllAppsInfo, addrOf(mem))
-	expect("DEVICE_GET_ALL_APPS_INFO", r, e, 0)
+	c.expect("DEVICE_GET_ALL_APPS_INFO", r, e, 0)
 	app := (*ioctl.AppInfo)(ptr(mem[16:]))
 	if hdr.Size != 1 || app.PID != int32(os.Getpid()) || app.NCLockMap != 0 {
 		c.fail("DEVICE_GET_ALL_APPS_INFO: %d entries, first %+v; want 1 for pid %d", hdr.Size, app, os.Getpid())
@@ -312,45 +344,53 @@ func (c *checker) others() {
 
 	dump := ioctl.NCPIDStateDump{NCID: 1}
 	r, e = Ioctl(fd, ioctl.CmdNCPIDStateDump, &dump)
-	expect("NC_PID_STATE_DUMP", r, e, 0)
+	c.expect("NC_PID_STATE_DUMP", r, e, 0)
 	dump.NCID = 512
 	r, e = Ioctl(fd, ioctl.CmdNCPIDStateDump, &dump)
-	expect("NC_PID_STATE_DUMP(512)", r, e, unix.ENOENT)
+	c.expect("NC_PID_STATE_DUMP(512)", r, e, unix.ENOENT)
 
 	copy(mem, "neuronfs check\x00")
 	pk := ioctl.Printk{Buffer: uint64(addrOf(mem)), Size: 15}
 	r, e = Ioctl(fd, ioctl.CmdPrintk, &pk)
-	expect("PRINTK", r, e, 0)
+	c.expect("PRINTK", r, e, 0)
 	pk.Size = 14
 	r, e = Ioctl(fd, ioctl.CmdPrintk, &pk)
-	expect("PRINTK(no NUL)", r, e, unix.EBADMSG)
+	c.expect("PRINTK(no NUL)", r, e, unix.EBADMSG)
 
 	mc := ioctl.MetricsCtrl{Mode: 0}
 	r, e = Ioctl(fd, ioctl.CmdMetricsCtrl, &mc)
-	expect("METRICS_CTRL", r, e, 0)
+	c.expect("METRICS_CTRL", r, e, 0)
+}
 
+// othersInit checks the initialization and release commands, which leave
+// the caller's memory alone.
+func (c *checker) othersInit(fd int) {
 	words := [2]uint32{0xaaaa5555, 0x5555aaaa}
-	r, e = Ioctl(fd, ioctl.CmdDeviceInit, &words)
-	expect("DEVICE_INIT", r, e, 0)
+	r, e := Ioctl(fd, ioctl.CmdDeviceInit, &words)
+	c.expect("DEVICE_INIT", r, e, 0)
 	if words != [2]uint32{0xaaaa5555, 0x5555aaaa} {
 		c.fail("DEVICE_INIT changed the caller's memory: %#x", words)
 	}
 	r, e = Ioctl(fd, ioctl.CmdDMAEngInit, &words)
-	expect("DMA_ENG_INIT", r, e, 0)
+	c.expect("DMA_ENG_INIT", r, e, 0)
 	if words != [2]uint32{0xaaaa5555, 0x5555aaaa} {
 		c.fail("DMA_ENG_INIT changed the caller's memory: %#x", words)
 	}
 	r, e = IoctlAddr(fd, ioctl.CmdDeviceRelease, 0)
-	expect("DEVICE_RELEASE", r, e, 0)
+	c.expect("DEVICE_RELEASE", r, e, 0)
 	var qr ioctl.DMAQueueRelease
 	r, e = Ioctl(fd, ioctl.CmdDMAQueueRelease, &qr)
-	expect("DMA_QUEUE_RELEASE", r, e, 0)
+	c.expect("DMA_QUEUE_RELEASE", r, e, 0)
+}
+
+// othersNotifications checks the notification-queue commands.
+func (c *checker) othersNotifications(fd int) {
 	var nd ioctl.NotificationsDestroy
-	r, e = Ioctl(fd, ioctl.CmdNotificationsDestroyV1, &nd)
-	expect("NOTIFICATIONS_DESTROY_V1", r, e, 0)
+	r, e := Ioctl(fd, ioctl.CmdNotificationsDestroyV1, &nd)
+	c.expect("NOTIFICATIONS_DESTROY_V1", r, e, 0)
 	nq := ioctl.NotificationsInitV2{NQType: 1, Size: 4096, OnHostMemory: 1}
 	r, e = Ioctl(fd, ioctl.CmdNotificationsInitV2, &nq)
-	expect("NOTIFICATIONS_INIT_V2", r, e, 0)
+	c.expect("NOTIFICATIONS_INIT_V2", r, e, 0)
 	if e == 0 {
 		if ring, err := unix.Mmap(fd, int64(nq.MmapOffset), 4096, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 			c.fail("mmap notification ring at %#x: %v", nq.MmapOffset, err)
@@ -360,21 +400,28 @@ func (c *checker) others() {
 	}
 	var qi ioctl.NotificationsQueueInfo
 	r, e = Ioctl(fd, ioctl.CmdNotificationsQueueInfo, &qi)
-	expect("NOTIFICATIONS_QUEUE_INFO", r, e, unix.EPERM)
+	c.expect("NOTIFICATIONS_QUEUE_INFO", r, e, unix.EPERM)
 	var qq ioctl.DMAQuiesceQueues
 	r, e = Ioctl(fd, ioctl.CmdDMAQuiesceQueues, &qq)
-	expect("DMA_QUIESCE_QUEUES", r, e, unix.ENOTTY)
+	c.expect("DMA_QUIESCE_QUEUES", r, e, unix.ENOTTY)
+}
+
+// othersReset checks DEVICE_RESET_STATUS and the refused DRIVER_INFO_SET.
+func (c *checker) othersReset(fd int) {
 	status := uint8(0)
-	r, e = Ioctl(fd, ioctl.CmdDeviceResetStatus, &status)
-	expect("DEVICE_RESET_STATUS", r, e, 0)
+	r, e := Ioctl(fd, ioctl.CmdDeviceResetStatus, &status)
+	c.expect("DEVICE_RESET_STATUS", r, e, 0)
 	if status != 1 {
 		c.fail("DEVICE_RESET_STATUS = %d, want 1", status)
 	}
 	var di ioctl.DeviceDriverInfo
 	r, e = Ioctl(fd, ioctl.CmdDriverInfoSet, &di)
-	expect("DRIVER_INFO_SET", r, e, ioctl.ENOTSUPP)
+	c.expect("DRIVER_INFO_SET", r, e, ioctl.ENOTSUPP)
+}
 
-	// The free-access lane.
+// freeAccessLane checks that a write-only open reaches only the commands
+// the driver lets any opener use.
+func (c *checker) freeAccessLane(path string) {
 	wo, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		c.fail("open O_WRONLY: %v", err)
@@ -382,9 +429,9 @@ func (c *checker) others() {
 	}
 	defer unix.Close(wo)
 	var info ioctl.DeviceInfo
-	r, e = Ioctl(wo, ioctl.CmdDeviceInfo, &info)
-	expect("DEVICE_INFO on O_WRONLY", r, e, unix.EINVAL)
+	r, e := Ioctl(wo, ioctl.CmdDeviceInfo, &info)
+	c.expect("DEVICE_INFO on O_WRONLY", r, e, unix.EINVAL)
 	var cv ioctl.CompatibleVersion
 	r, e = Ioctl(wo, ioctl.CmdCompatibleVersion, &cv)
-	expect("COMPATIBLE_VERSION on O_WRONLY", r, e, 0)
+	c.expect("COMPATIBLE_VERSION on O_WRONLY", r, e, 0)
 }

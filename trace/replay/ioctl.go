@@ -44,39 +44,9 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 		return res, err
 	}
 	copy(buf, r.Before)
-	nested := map[string][]byte{}
-	for _, f := range st.Fields {
-		old, _ := abi.Uint(r.Before, f)
-		switch {
-		case f.Pointer() && old != 0:
-			n := recordedNested(r, f.Name)
-			size := unknownBuffer
-			if n != nil {
-				size = n.Len
-			} else {
-				res.NotCompared = append(res.NotCompared, f.Name+" buffer (size unknown, a zeroed page passed)")
-			}
-			nb, naddr, err := callerBuffer(size)
-			if err != nil {
-				return res, err
-			}
-			if n != nil {
-				copy(nb, n.Before)
-				s.translateTarget(f.Target, nb)
-			}
-			nested[f.Name] = nb
-			abi.PutUint(buf, f, naddr)
-		case f.Role == ioctl.RolePID && s.PIDs[int(old)] != 0:
-			abi.PutUint(buf, f, s.PIDs[int(old)]) // the traced process's replayer
-		case f.Role == ioctl.RoleAddress && old != 0:
-			abi.PutUint(buf, f, s.Addrs.translate(old))
-		case f.Handle() && old != 0:
-			if h, ok := s.Handles[old]; ok {
-				abi.PutUint(buf, f, h)
-			} else {
-				res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s %d passed as recorded (no earlier call returned it)", f.Name, old))
-			}
-		}
+	nested, err := s.passArgs(&res, r, st, buf)
+	if err != nil {
+		return res, err
 	}
 	s.mapArrayHandles(st, buf)
 	ret, e := sysIoctl(fd, r.Cmd, addr)
@@ -91,25 +61,7 @@ func (s *state) ioctl(r *trace.Record) (Result, error) {
 		res.NotCompared = append(res.NotCompared, "output (not recorded)")
 		return finish(res), nil
 	}
-	if hasArrays(st) {
-		// Array entries were passed mapped; compare them as mapped.
-		mapped := *r
-		mapped.After = append([]byte(nil), r.After...)
-		s.mapArrayHandles(st, mapped.After)
-		r = &mapped
-	}
-	for _, f := range st.Fields {
-		s.compareField(&res, r, st, f, buf)
-	}
-	for _, n := range r.Nested {
-		f, _ := st.Field(n.Field)
-		if n.After != nil {
-			// What the buffer holds here is its translation.
-			n.After = append([]byte(nil), n.After...)
-			s.translateTarget(f.Target, n.After)
-		}
-		s.compareNested(&res, n, f.Target, nested[n.Field])
-	}
+	s.compareOutputs(&res, r, st, buf, nested)
 	return finish(res), nil
 }
 
@@ -223,5 +175,70 @@ func (s *state) compareNested(res *Result, n trace.Nested, target ioctl.Target, 
 	}
 	if k < n.Len {
 		res.NotCompared = append(res.NotCompared, fmt.Sprintf("*%s bytes %d..%d (beyond the recorded %d)", n.Field, k, n.Len, k))
+	}
+}
+
+// passArgs makes the recorded argument in buf this replay's: nested
+// buffers of the caller's, pids, addresses and handles translated. It
+// returns the nested buffers passed, by field.
+func (s *state) passArgs(res *Result, r *trace.Record, st abi.Struct, buf []byte) (map[string][]byte, error) {
+	nested := map[string][]byte{}
+	for _, f := range st.Fields {
+		old, _ := abi.Uint(r.Before, f)
+		switch {
+		case f.Pointer() && old != 0:
+			n := recordedNested(r, f.Name)
+			size := unknownBuffer
+			if n != nil {
+				size = n.Len
+			} else {
+				res.NotCompared = append(res.NotCompared, f.Name+" buffer (size unknown, a zeroed page passed)")
+			}
+			nb, naddr, err := callerBuffer(size)
+			if err != nil {
+				return nil, err
+			}
+			if n != nil {
+				copy(nb, n.Before)
+				s.translateTarget(f.Target, nb)
+			}
+			nested[f.Name] = nb
+			abi.PutUint(buf, f, naddr)
+		case f.Role == ioctl.RolePID && s.PIDs[int(old)] != 0:
+			abi.PutUint(buf, f, s.PIDs[int(old)]) // the traced process's replayer
+		case f.Role == ioctl.RoleAddress && old != 0:
+			abi.PutUint(buf, f, s.Addrs.translate(old))
+		case f.Handle() && old != 0:
+			if h, ok := s.Handles[old]; ok {
+				abi.PutUint(buf, f, h)
+			} else {
+				res.NotCompared = append(res.NotCompared, fmt.Sprintf("%s %d passed as recorded (no earlier call returned it)", f.Name, old))
+			}
+		}
+	}
+	return nested, nil
+}
+
+// compareOutputs compares what the call left in buf and the nested
+// buffers with what the recorded call left.
+func (s *state) compareOutputs(res *Result, r *trace.Record, st abi.Struct, buf []byte, nested map[string][]byte) {
+	if hasArrays(st) {
+		// Array entries were passed mapped; compare them as mapped.
+		mapped := *r
+		mapped.After = append([]byte(nil), r.After...)
+		s.mapArrayHandles(st, mapped.After)
+		r = &mapped
+	}
+	for _, f := range st.Fields {
+		s.compareField(res, r, st, f, buf)
+	}
+	for _, n := range r.Nested {
+		f, _ := st.Field(n.Field)
+		if n.After != nil {
+			// What the buffer holds here is its translation.
+			n.After = append([]byte(nil), n.After...)
+			s.translateTarget(f.Target, n.After)
+		}
+		s.compareNested(res, n, f.Target, nested[n.Field])
 	}
 }
