@@ -20,10 +20,16 @@ func cmdExec(args []string) int {
 	gid := fl.Int("gid", os.Getgid(), "")
 	direct := fl.Bool("direct", false, "")
 	noNewPrivs := fl.Bool("no-new-privs", false, "")
+	view := fl.Bool("view", false, "")
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
-	err := hostview.Exec(3, *uid, *gid, *direct, *noNewPrivs, fl.Args(), os.Environ())
+	var err error
+	if *view {
+		err = hostview.ExecView(3, *uid, *gid, fl.Args(), os.Environ())
+	} else {
+		err = hostview.Exec(3, *uid, *gid, *direct, *noNewPrivs, fl.Args(), os.Environ())
+	}
 	var se *hostview.StartError
 	if errors.As(err, &se) {
 		return reportStartFailure(se.Name, se.Err)

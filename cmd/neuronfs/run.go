@@ -73,11 +73,15 @@ func cmdRun(args []string) int {
 	noChardev := fl.Bool("no-chardev", false, "make /dev/neuronN the FUSE files instead of character devices with seccomp-redirected opens")
 	deviceFDs := defaultDeviceFDs()
 	fl.Var(&deviceFDs, "device-fds", "what a device descriptor is: fuse (an open of the FUSE file; mmap needs FUSE passthrough), supervisor (the device's memory file, whose ioctls the seccomp supervisor serves; mmap works on any kernel) or auto (fuse where its mmap works, else supervisor); $"+deviceFDsEnv+" sets the default")
+	hostView := registerHostView(fl)
 	if status, ok := parseFlags("run", fl, args); !ok {
 		return status
 	}
 	if fl.NArg() == 0 {
 		return usageLine("run", "no CMD: neuronfs run [flags] -- CMD [ARGS...]")
+	}
+	if status, ok := runIfFilterView(fl, &h, &u, *noChardev, deviceFDs, *hostView); ok {
+		return status
 	}
 	// Without root, run makes its namespaces in a user namespace of the
 	// caller (rootless.go); --uid and --gid then name the ids CMD sees.
