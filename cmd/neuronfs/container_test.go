@@ -91,6 +91,11 @@ func checkContainerPaths() error {
 	if target, err := os.Readlink("/sys/class/neuron_device/neuron0"); err != nil || target != "../../devices/virtual/neuron_device/neuron0" {
 		return fmt.Errorf("readlink /sys/class/neuron_device/neuron0: %q %v", target, err)
 	}
+	// With a trailing slash, lstat follows the link as the kernel does.
+	var dir unix.Stat_t
+	if err := unix.Lstat("/sys/class/neuron_device/neuron0/", &dir); err != nil || dir.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("lstat neuron0/: %v, mode %#o, want a directory", err, dir.Mode)
+	}
 	dev, err := os.ReadFile("/sys/class/neuron_device/neuron0/dev")
 	if want := fmt.Sprintf("%d:0\n", major); err != nil || string(dev) != want {
 		return fmt.Errorf("neuron0/dev reads %q (%v), want %q", dev, err, want)

@@ -78,6 +78,14 @@ func (s *Supervisor) handleView(n *seccompNotif, sc *scratch) bool {
 		s.pass(n.ID)
 		return true
 	}
+	if path[len(path)-1] == '/' {
+		// A trailing slash follows a last symlink whatever the flags
+		// say; cleaning took it off.
+		flags &^= unix.O_NOFOLLOW | unix.AT_SYMLINK_NOFOLLOW
+		if c.kind == pathLstat {
+			c = &pathCall{name: "stat", kind: pathStat, path: c.path}
+		}
+	}
 	s.serveRoute(n, c, r, flags)
 	return true
 }
