@@ -13,6 +13,11 @@
 // newfstatat/statx, mmap and dup of any lower descriptor never leave the
 // kernel; only opens (whose path BPF cannot read), calls on descriptors
 // from FDBase up, and growing mremaps reach the supervisor.
+//
+// run's filter host view (Config.Paths, PathView) has no node, sysfs
+// directory or FUSE mount at all: its filter (pathFilter) also sends
+// every call that takes a path, and the supervisor answers those of the
+// emulated paths from a shadow tree (viewpath.go, viewanswer.go).
 package chardev
 
 import (
