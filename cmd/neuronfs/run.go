@@ -97,16 +97,10 @@ func cmdRun(args []string) int {
 	if err := u.check(); err != nil {
 		return usageFail("run", err)
 	}
-	explicit := false
-	fl.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "device-fds" })
-	if err := deviceFDs.check(*noChardev && explicit); err != nil {
+	if err := deviceFDs.check(*noChardev && flagSet(fl, "device-fds")); err != nil {
 		return usageFail("run", err)
 	}
-	if rootless {
-		if err := rootlessPreflight(os.Getuid()); err != nil {
-			return failLine("run", err)
-		}
-	} else if err := preflight(); err != nil {
+	if err := runPreflight(rootless); err != nil {
 		return failLine("run", err)
 	}
 	self, err := os.Executable()
@@ -149,6 +143,21 @@ func cmdRun(args []string) int {
 		reapOrphans(orphanBudget)
 	}
 	return status
+}
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(fl *flag.FlagSet, name string) bool {
+	set := false
+	fl.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// runPreflight checks what a mounted run needs, with root or without.
+func runPreflight(rootless bool) error {
+	if rootless {
+		return rootlessPreflight(os.Getuid())
+	}
+	return preflight()
 }
 
 // orphanBudget bounds how long run waits, after its daemon died, for the
