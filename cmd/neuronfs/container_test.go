@@ -143,3 +143,16 @@ func TestRunContainer(t *testing.T) {
 		t.Fatalf("%v: %q, want \"ok memory-file ...\"", err, out)
 	}
 }
+
+// With /dev/fuse usable but user namespaces refused by seccomp (Docker's
+// default profile with the device passed), no sysctl tells: auto tries
+// the mount, and on the refusal serves the filter view instead.
+func TestRunContainerWithFUSE(t *testing.T) {
+	bin := binaryCopy(t, "neuronfs")
+	cmd := asNobody(t, bin, "run", "--", bin, "__client", "container")
+	cmd.Env = append(cmd.Env, noUsernsEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil || !strings.HasPrefix(string(out), "ok memory-file ") {
+		t.Fatalf("%v: %q, want \"ok memory-file ...\"", err, out)
+	}
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostViewEnv sets --host-view's default; assumeContainerEnv, set to 1,
@@ -95,4 +98,15 @@ func runIfFilterView(fl *flag.FlagSet, h *hostFlags, u *userFlags, noChardev boo
 		return usageFail("run", err), true
 	}
 	return runFilterView(h, u, fl.Args()), true
+}
+
+// rootlessStartFailed answers a rootless run whose user namespace could
+// not be made. A container's seccomp profile refuses it with EPERM, which
+// no sysctl tells before trying: under auto the filter view serves
+// instead; otherwise the refusal is explained.
+func rootlessStartFailed(h *hostFlags, u *userFlags, v hostViewFlag, args []string, err error) int {
+	if v == hostViewAuto && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)) {
+		return runFilterView(h, u, args)
+	}
+	return failLine("run", readUsernsFacts().cloneFailed(err))
 }

@@ -129,7 +129,7 @@ func cmdRun(args []string) int {
 	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
 	if err != nil {
 		if rootless {
-			return failLine("run", readUsernsFacts().cloneFailed(err))
+			return rootlessStartFailed(&h, &u, *hostView, fl.Args(), err)
 		}
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 1
