@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +49,8 @@ var shadowPaths = struct{ procDevices, devCharDir, dmiClassLink string }{
 
 // NewShadow builds the view of sys in a new private directory.
 func NewShadow(sys *device.System) (*Shadow, error) {
-	root, err := os.MkdirTemp("", "neuronfs-view-")
+	removeStaleShadows()
+	root, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", shadowPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("hostview: shadow tree: %w", err)
 	}
@@ -58,6 +60,24 @@ func NewShadow(sys *device.System) (*Shadow, error) {
 		return nil, fmt.Errorf("hostview: shadow tree: %w", err)
 	}
 	return v, nil
+}
+
+// shadowPrefix names the shadow trees in $TMPDIR: shadowPrefix, the
+// daemon's pid, "-", a random part.
+const shadowPrefix = "neuronfs-view-"
+
+// removeStaleShadows deletes the trees of daemons that are gone without
+// removing theirs (killed), where this user may.
+func removeStaleShadows() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), shadowPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), shadowPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 || unix.Kill(n, 0) != unix.ESRCH {
+			continue
+		}
+		os.RemoveAll(d)
+	}
 }
 
 // Remove deletes the shadow tree.

@@ -1,7 +1,9 @@
 package hostview
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +87,31 @@ func TestShadowRoutes(t *testing.T) {
 	}
 	if !found["null"] || !found["neuron0"] {
 		t.Errorf("/dev lists %v, want null and neuron0 among them", names)
+	}
+}
+
+// A shadow tree left by a killed daemon goes when the next view is built;
+// a live daemon's stays.
+func TestShadowRemovesStale(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", shadowPrefix, dead.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", shadowPrefix, os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(live)
+	defer os.RemoveAll(stale)
+	removeStaleShadows()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the dead daemon's tree stayed: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live daemon's tree went: %v", err)
 	}
 }
