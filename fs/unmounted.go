@@ -7,13 +7,13 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/neuronfs/neuronfs/device"
-	"github.com/neuronfs/neuronfs/internal/lockrank"
 )
 
 // Unmounted serves sys with no FUSE mount at all, for run's filter host
 // view (no /dev/fuse): the supervisor's direct descriptors (NewDirect)
 // reach the driver, and the sysfs attributes are read from sys itself.
-// Only NewDirect and Abort (nothing to abort) are meaningful on it: it
+// Only NewDirect, CheckMmap and Abort (nothing to abort) are meaningful
+// on it: it
 // has no paths (DevicePath, OpenFor) and is never unmounted.
 func Unmounted(sys *device.System, opts Options) *FS {
 	log := opts.Log
@@ -33,7 +33,6 @@ func Unmounted(sys *device.System, opts Options) *FS {
 		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
 		os.Exit(panicExit)
 	})
-	f.unhookExit = lockrank.BeforeExit(func() {})
 	f.startRawReaper()
 	return f
 }
