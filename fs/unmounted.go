@@ -13,8 +13,7 @@ import (
 // view (no /dev/fuse): the supervisor's direct descriptors (NewDirect)
 // reach the driver, and the sysfs attributes are read from sys itself.
 // Only NewDirect, CheckMmap and Abort (nothing to abort) are meaningful
-// on it: it
-// has no paths (DevicePath, OpenFor) and is never unmounted.
+// on it: it has no paths (DevicePath, OpenFor) and is never unmounted.
 func Unmounted(sys *device.System, opts Options) *FS {
 	log := opts.Log
 	if log == nil {
