@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -100,12 +101,31 @@ func checkContainerPaths() error {
 	if want := fmt.Sprintf("%d:0\n", major); err != nil || string(dev) != want {
 		return fmt.Errorf("neuron0/dev reads %q (%v), want %q", dev, err, want)
 	}
-	if _, err := os.ReadDir(os.Getenv("NEURONFS_CONTROL")); err != nil {
-		return fmt.Errorf("control directory: %v", err)
+	if err := checkContainerFaults(os.Getenv("NEURONFS_CONTROL") + "/faults"); err != nil {
+		return err
 	}
 	self, err := os.ReadFile("/proc/self/status")
 	if err != nil || !bytes.Contains(self, []byte("NoNewPrivs:\t1")) {
 		return fmt.Errorf("an ordinary open: %v, or no no_new_privs", err)
+	}
+	return nil
+}
+
+// checkContainerFaults writes the control directory's faults file (the
+// run's user's): a bad list fails with the store's EINVAL and shows
+// why, a good one is taken.
+func checkContainerFaults(path string) error {
+	if err := os.WriteFile(path, []byte("no-such-fault\n"), 0); !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("a bad fault list written: %v, want EINVAL", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "rejected") {
+		return fmt.Errorf("faults after a bad list: %q %v", b, err)
+	}
+	if err := os.WriteFile(path, []byte("none\n"), 0); err != nil {
+		return fmt.Errorf("faults: none: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "none\n" {
+		return fmt.Errorf("faults after none: %q %v", b, err)
 	}
 	return nil
 }
