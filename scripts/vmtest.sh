@@ -4,7 +4,9 @@
 # cmd/neuronfs test binary, and runs the `neuronfs run` tests there: a
 # kernel without FUSE passthrough or FUSE over io_uring, where run serves
 # device descriptors through its seccomp supervisor; first as root, then
-# as uid 65534 (a run without root).
+# as uid 65534 (a run without root), then as uid 65534 with /dev/fuse
+# removed and user namespaces disabled (an unprivileged container: run's
+# filter host view).
 #
 # Needs root only to install what is missing (apt-get: qemu-system-x86,
 # busybox-static, cpio); the kernel package is fetched by name with
