@@ -407,13 +407,6 @@ func (f *FS) caller(ctx context.Context) device.Caller {
 	}
 }
 
-// sysfsDir is one directory of sysfs attributes and links.
-type sysfsDir struct {
-	path  string
-	attrs []device.Attr
-	links []device.Link
-}
-
 // build lays out the tree: device nodes, class directory, device
 // directories and the module directory.
 func (f *FS) build(ctx context.Context) {
@@ -423,26 +416,12 @@ func (f *FS) build(ctx context.Context) {
 		f.add(ctx, DevDir+"/"+d.Name(), n, syscall.S_IFREG)
 		f.devIno[n.StableAttr().Ino] = d.Index
 	}
-	dirs := []sysfsDir{{ClassDir, f.sys.Sysfs().ClassAttributes(), f.sys.Sysfs().ClassLinks()}}
-	for _, d := range f.sys.Devices {
-		dirs = append(dirs, sysfsDir{DevicesDir + "/" + d.Name(), d.Attributes(), d.Links()})
-	}
-	for _, d := range f.sys.Devices {
-		dirs = append(dirs, sysfsDir{PCIRoot + "/" + d.PCIPath(), d.PCIAttributes(), d.PCILinks()})
-	}
-	dirs = append(dirs,
-		sysfsDir{PCIBusDevicesDir, nil, f.sys.Sysfs().PCIBusLinks()},
-		sysfsDir{PCIDriverDir, f.sys.Sysfs().PCIDriverAttributes(), f.sys.Sysfs().PCIDriverLinks()},
-		sysfsDir{ModuleDir, f.sys.Sysfs().ModuleAttributes(), f.sys.Sysfs().ModuleLinks()},
-		sysfsDir{DMIDir, f.sys.Sysfs().DMIAttributes(), nil},
-		sysfsDir{ControlDir, f.sys.Sysfs().ControlAttributes(), nil},
-	)
-	for _, d := range dirs {
-		for _, a := range d.attrs {
-			f.add(ctx, d.path+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
+	for _, d := range SysfsDirs(f.sys) {
+		for _, a := range d.Attrs {
+			f.add(ctx, d.Path+"/"+a.Path, &attrNode{attr: a, mtime: f.mounted}, syscall.S_IFREG)
 		}
-		for _, l := range d.links {
-			f.addLink(ctx, d.path+"/"+l.Path, l.Target)
+		for _, l := range d.Links {
+			f.addLink(ctx, d.Path+"/"+l.Path, l.Target)
 		}
 	}
 	f.addDiagnostics(ctx)

@@ -35,6 +35,21 @@ func (e *StartError) Unwrap() error { return e.Err }
 // nothing there anyway, its owner being unmapped or the caller. It returns
 // only on failure: a *StartError when argv itself could not be started.
 func Exec(sock, uid, gid int, direct, noNewPrivs bool, argv, env []string) error {
+	return execFiltered(sock, uid, gid, noNewPrivs, argv, env, func() (int, bool, error) {
+		return chardev.InstallFilter(direct, ioctl.Magic)
+	})
+}
+
+// ExecView is Exec for run's filter host view (Shadow): no_new_privs
+// (the filter is all it installs, with no privilege) and the filter that
+// also sends the path calls.
+func ExecView(sock, uid, gid int, argv, env []string) error {
+	return execFiltered(sock, uid, gid, true, argv, env, func() (int, bool, error) {
+		return chardev.InstallViewFilter(ioctl.Magic)
+	})
+}
+
+func execFiltered(sock, uid, gid int, noNewPrivs bool, argv, env []string, install func() (int, bool, error)) error {
 	// The filter applies to the thread that installs it, which must be
 	// the one that execs.
 	goruntime.LockOSThread()
@@ -43,7 +58,7 @@ func Exec(sock, uid, gid int, direct, noNewPrivs bool, argv, env []string) error
 			return fmt.Errorf("no_new_privs: %w", err)
 		}
 	}
-	listener, killable, err := chardev.InstallFilter(direct, ioctl.Magic)
+	listener, killable, err := install()
 	if err != nil {
 		return err
 	}

@@ -60,10 +60,11 @@ export NEURONFS_FUSE_TRANSPORT=classic
 export NEURONFS_MEMORY_BACKING=memfd
 export NEURONFS_LOCKCHECK=1
 
-# phase NAME USER PATTERN: the checks, as USER (root, or a user name for
-# su), with the tests PATTERN matches.
+# phase NAME USER PATTERN [STORE]: the checks, as USER (root, or a user
+# name for su), with the tests PATTERN matches; STORE=0 leaves out the
+# compact store's check (its server mounts FUSE).
 phase() {
-	name=$1 user=$2 pattern=$3
+	name=$1 user=$2 pattern=$3 with_store=${4:-1}
 	as() {
 		if [ "$user" = root ]; then
 			"$@"
@@ -92,6 +93,13 @@ phase() {
 	echo "vmtest: [$name] smoke took $(($(date +%s) - start)) s"
 	# Device memory in the compact store (what a file backing on ext4
 	# uses): its server's mount, coherent mmap through a FUSE file.
+	[ "$with_store" = 1 ] && phase_store
+	start=$(date +%s)
+	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=15m -test.run "$pattern" || fail "$name-tests"
+	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"
+}
+
+phase_store() {
 	store=/tmp/store-$name
 	mkdir -p "$store" && chmod 777 "$store"
 	echo "vmtest: [$name] neuronfs run --memory-backing store:$store -- neuronfs.test __client directfds"
@@ -103,13 +111,20 @@ phase() {
 	"0 ok memory-file"*) ;;
 	*) fail "$name-store" "status $st" ;;
 	esac
-	start=$(date +%s)
-	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=15m -test.run "$pattern" || fail "$name-tests"
-	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"
 }
 
 phase root root "$VMTEST_RUN"
 # The same checks as uid 65534, for when run works without root.
 if [ "$VMTEST_UNPRIVILEGED" = 1 ]; then
 	phase unprivileged nobody "$VMTEST_UNPRIVILEGED_RUN"
+fi
+# What an unprivileged container gives: no /dev/fuse, user namespaces
+# disabled, uid 65534. run's auto then makes the host with the seccomp
+# supervisor alone (--host-view=filter).
+if [ "$VMTEST_CONTAINER" = 1 ]; then
+	umount /sys/fs/fuse/connections 2>/dev/null
+	rm -f /dev/fuse
+	echo 0 >/proc/sys/user/max_user_namespaces || fail container-userns
+	echo "vmtest: [container] /dev/fuse removed, user.max_user_namespaces=$(cat /proc/sys/user/max_user_namespaces)"
+	phase container nobody "$VMTEST_CONTAINER_RUN" 0
 fi

@@ -4,7 +4,9 @@
 # cmd/neuronfs test binary, and runs the `neuronfs run` tests there: a
 # kernel without FUSE passthrough or FUSE over io_uring, where run serves
 # device descriptors through its seccomp supervisor; first as root, then
-# as uid 65534 (a run without root).
+# as uid 65534 (a run without root), then as uid 65534 with /dev/fuse
+# removed and user namespaces disabled (an unprivileged container: run's
+# filter host view).
 #
 # Needs root only to install what is missing (apt-get: qemu-system-x86,
 # busybox-static, cpio); the kernel package is fetched by name with
@@ -23,6 +25,10 @@
 #                            0: root only
 #   NEURONFS_VMTEST_UNPRIVILEGED_RUN  -test.run pattern for that phase
 #                            (default below)
+#   VMTEST_CONTAINER         1 (default): last, as uid 65534 with /dev/fuse
+#                            removed and user namespaces disabled (run's
+#                            filter host view); 0: not
+#   NEURONFS_VMTEST_CONTAINER_RUN  -test.run pattern for that phase
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +57,12 @@ run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # root. TestRunChecksMmap expects no capabilities by default here, and
 # TestNotRootIsOneLine checks that mount, mount --host and cleanup refuse.
 default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunChardevLowFDLimit|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestNotRootIsOneLine)$'
+# With /dev/fuse removed and user namespaces disabled, as uid 65534 (an
+# unprivileged container), run takes the filter host view: the tests that
+# make sense without a mount. TestRunContainer checks the paths a program
+# finds the devices by; the rest as in the unprivileged phase, where they
+# need no FUSE mount of their own.
+default_container_run='^(TestRunContainer|TestRunDeviceFDs|TestRunChecksEveryDevice|TestRunExitStatus|TestRunStartFailureNamesCommand|TestRunChecksMmap|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunDeviceFDsRefusals)$'
 boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-1800}
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
 marker=VMTEST-RESULT
@@ -176,6 +188,8 @@ nogroup:x:65534:' >"$root/etc/group"
 	printf 'VMTEST_RUN=%q\n' "$run_pattern"
 	printf 'VMTEST_UNPRIVILEGED=%q\n' "${VMTEST_UNPRIVILEGED:-1}"
 	printf 'VMTEST_UNPRIVILEGED_RUN=%q\n' "${NEURONFS_VMTEST_UNPRIVILEGED_RUN:-$default_unprivileged_run}"
+	printf 'VMTEST_CONTAINER=%q\n' "${VMTEST_CONTAINER:-1}"
+	printf 'VMTEST_CONTAINER_RUN=%q\n' "${NEURONFS_VMTEST_CONTAINER_RUN:-$default_container_run}"
 	printf 'VMTEST_MARKER=%q\n' "$marker"
 } >"$root/etc/vmtest.env"
 cp scripts/vmtest-init.sh "$root/init"

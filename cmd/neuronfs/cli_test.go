@@ -138,7 +138,9 @@ func TestNotRootIsOneLine(t *testing.T) {
 func TestMissingFUSEIsOneLine(t *testing.T) {
 	testRequireRoot(t)
 	// A private mount namespace where /dev/fuse is not the FUSE device.
-	for _, args := range []string{"mount " + t.TempDir(), "run -- true", "mount --host --state-dir " + t.TempDir()} {
+	// run names the mount: by default it takes the filter host view
+	// there (TestRunContainer).
+	for _, args := range []string{"mount " + t.TempDir(), "run --host-view=mount -- true", "mount --host --state-dir " + t.TempDir()} {
 		cmd := exec.Command("sh", "-c", `mount --bind /dev/null /dev/fuse && exec "$0" `+args, os.Args[0])
 		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 		_, errOut, status := cliCmd(t, cmd)

@@ -21,6 +21,7 @@ type execFlags struct {
 	uid, gid   int
 	direct     bool // device descriptors are the supervisor's (fs.Direct)
 	noNewPrivs bool // rootless: the filter needs no_new_privs
+	view       bool // the filter host view: no mount, the supervisor answers paths
 }
 
 func (e *execFlags) register(fl *flag.FlagSet) {
@@ -28,6 +29,7 @@ func (e *execFlags) register(fl *flag.FlagSet) {
 	fl.IntVar(&e.gid, "gid", os.Getgid(), "")
 	fl.BoolVar(&e.direct, "direct", false, "")
 	fl.BoolVar(&e.noNewPrivs, "no-new-privs", false, "")
+	fl.BoolVar(&e.view, "view", false, "")
 }
 
 // args is the helper's command line for e.
@@ -40,7 +42,12 @@ func cmdExec(args []string) int {
 	if err := fl.Parse(args); err != nil || fl.NArg() == 0 {
 		return 2
 	}
-	err := hostview.Exec(3, e.uid, e.gid, e.direct, e.noNewPrivs, fl.Args(), os.Environ())
+	var err error
+	if e.view {
+		err = hostview.ExecView(3, e.uid, e.gid, fl.Args(), os.Environ())
+	} else {
+		err = hostview.Exec(3, e.uid, e.gid, e.direct, e.noNewPrivs, fl.Args(), os.Environ())
+	}
 	var se *hostview.StartError
 	if errors.As(err, &se) {
 		return reportStartFailure(se.Name, se.Err)

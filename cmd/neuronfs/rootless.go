@@ -43,17 +43,17 @@ func readUsernsFacts() usernsFacts {
 
 // errNoFUSEForUser is errNoFUSE for a caller without root.
 func errNoFUSEForUser(uid int) error {
-	return fmt.Errorf("/dev/fuse is missing or not usable by uid %d: run without root needs read-write access to it (e.g. a udev rule making it 0666, or the container given /dev/fuse); or use sudo", uid)
+	return fmt.Errorf("/dev/fuse is missing or not usable by uid %d: run without root needs read-write access to it (e.g. a udev rule making it 0666, or the container given /dev/fuse); or use --host-view=filter, or sudo", uid)
 }
 
 // beforeClone names a sysctl that forbids unprivileged user namespaces
 // outright.
 func (f usernsFacts) beforeClone() error {
 	if f["user.max_user_namespaces"] == "0" {
-		return errors.New("user namespaces are disabled (sysctl user.max_user_namespaces=0): run without root needs one; raise it or use sudo")
+		return errors.New("user namespaces are disabled (sysctl user.max_user_namespaces=0): run without root needs one; raise it, or use --host-view=filter, or sudo")
 	}
 	if f["kernel.unprivileged_userns_clone"] == "0" {
-		return errors.New("unprivileged user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0): run without root needs one; set it to 1 or use sudo")
+		return errors.New("unprivileged user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0): run without root needs one; set it to 1, or use --host-view=filter, or sudo")
 	}
 	return nil
 }
@@ -71,7 +71,7 @@ func (f usernsFacts) cloneFailed(err error) error {
 	case errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EUSERS):
 		return fmt.Errorf("cannot create a user namespace (%v): the limit user.max_user_namespaces is reached; raise it or use sudo", errnoOf(err))
 	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
-		return fmt.Errorf("cannot create a user namespace (%v): run without root needs one; a container's seccomp profile may forbid clone(CLONE_NEWUSER) (allow it) or use sudo", errnoOf(err))
+		return fmt.Errorf("cannot create a user namespace (%v): run without root needs one; a container's seccomp profile may forbid clone(CLONE_NEWUSER) (allow it), or use --host-view=filter, or sudo", errnoOf(err))
 	}
 	return fmt.Errorf("cannot create a user namespace: %w", err)
 }

@@ -332,7 +332,9 @@ func TestRunRootlessMissingPieces(t *testing.T) {
 		{"max-user-namespaces-0", []string{usernsMaxEnv + "=0"}, true, "user namespaces are disabled (sysctl user.max_user_namespaces=0)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := asNobody(t, bin, "run", "--", "true")
+			// The mount named: auto would take the filter view
+			// where FUSE or the namespace is missing.
+			cmd := asNobody(t, bin, "run", "--host-view=mount", "--", "true")
 			cmd.Env = append(cmd.Env, c.env...)
 			if c.userns {
 				cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER

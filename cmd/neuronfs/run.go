@@ -71,12 +71,11 @@ func cmdRun(args []string) int {
 	fl := newFlagSet("run")
 	var r runFlags
 	r.register(fl)
+	// Not relayed: the namespace child only ever mounts.
+	hostView := registerHostView(fl)
 	rootless, status, ok := parseRunFlags(fl, &r, args)
 	if !ok {
 		return status
-	}
-	if err := runPreflight(rootless); err != nil {
-		return failLine("run", err)
 	}
 	// The daemon logs to a file, never into CMD's streams (logfile.go).
 	daemonLog, err := runLogFile(r.host.logFile.path, r.host.logLevel, r.host.debug)
@@ -84,6 +83,13 @@ func cmdRun(args []string) int {
 		return failLine("run", err)
 	}
 	r.host.logFile.path = daemonLog.path
+	defer daemonLog.report()
+	if status, ok := runIfFilterView(fl, &r.host, &r.user, r.noChardev, r.deviceFDs, *hostView); ok {
+		return status
+	}
+	if err := runPreflight(rootless); err != nil {
+		return failLine("run", err)
+	}
 	cmd, err := nsRunCommand(fl, rootless)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
@@ -95,9 +101,11 @@ func cmdRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs run: cannot become a subreaper:", err)
 		return 1
 	}
-	status = runDaemon(cmd, rootless)
-	daemonLog.report()
-	return status
+	// A container may refuse the user namespace only when it is made:
+	// then auto serves through the filter view instead (hostviewflag.go).
+	return runDaemon(cmd, rootless, func(err error) int {
+		return rootlessStartFailed(&r.host, &r.user, *hostView, fl.Args(), err)
+	})
 }
 
 // parseRunFlags parses run's command line and answers the user's
@@ -158,7 +166,7 @@ func nsRunCommand(fl *flag.FlagSet, rootless bool) (*exec.Cmd, error) {
 
 // runDaemon starts the namespace child, waits for it and returns its
 // status, stopping orphans if it was killed.
-func runDaemon(cmd *exec.Cmd, rootless bool) int {
+func runDaemon(cmd *exec.Cmd, rootless bool, rootlessFailed func(error) int) int {
 	// SIGUSR1 asks the serving daemon, the child, for a goroutine dump.
 	wait, err := startForwardingSignals(cmd, syscall.SIGUSR1)
 	if err != nil {
@@ -166,7 +174,7 @@ func runDaemon(cmd *exec.Cmd, rootless bool) int {
 			return failLine("run", e)
 		}
 		if rootless {
-			return failLine("run", readUsernsFacts().cloneFailed(err))
+			return rootlessFailed(err)
 		}
 		fmt.Fprintln(os.Stderr, "neuronfs run:", err)
 		return 1

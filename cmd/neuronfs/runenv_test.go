@@ -22,6 +22,11 @@ func requireRun(t *testing.T) {
 	if err == nil {
 		return
 	}
+	// Where nothing else works (a container), run's filter host view
+	// does: it needs nothing but seccomp.
+	if v, _ := hostViewFlag(hostViewAuto).resolve(); v == hostViewFilter {
+		return
+	}
 	if os.Getenv("NEURONFS_REQUIRE_FUSE") == "1" {
 		t.Fatalf("NEURONFS_REQUIRE_FUSE=1 but run without root cannot work here: %v", err)
 	}

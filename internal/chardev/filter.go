@@ -13,6 +13,11 @@
 // newfstatat/statx, mmap and dup of any lower descriptor never leave the
 // kernel; only opens (whose path BPF cannot read), calls on descriptors
 // from FDBase up, and growing mremaps reach the supervisor.
+//
+// run's filter host view (Config.Paths, PathView) has no node, sysfs
+// directory or FUSE mount at all: its filter (pathFilter) also sends
+// every call that takes a path, and the supervisor answers those of the
+// emulated paths from a shadow tree (viewpath.go, viewanswer.go).
 package chardev
 
 import (
@@ -145,139 +150,43 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 //   - the other refusals (refuse.go) with a descriptor argument from
 //     FDBase up;
 //
-// and it fails every call of another ABI with ENOSYS: a 32-bit call
+// With paths (pathFilter, the filter host view), also every call of
+// pathCalls whatever its flags, but an open with O_CREAT|O_EXCL, and a
+// newfstatat or statx without AT_EMPTY_PATH.
+//
+// The direct filters fail every call of another ABI with ENOSYS: a 32-bit call
 // (int $0x80, AUDIT_ARCH_I386) or an x32 one has numbers the filter does
 // not know, so it would reach a device descriptor's file unseen.
 //
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
 func filter(direct bool, ioctlType uint32) []unix.SockFilter {
+	return buildFilter(filterMode{direct: direct, ioctlType: ioctlType})
+}
+
+// pathFilter is the filter of the filter host view (Config.Paths): the
+// direct filter that also sends every call that takes a path
+// (pathCalls), and opens whatever their flags but O_CREAT|O_EXCL, since
+// BPF cannot read the path and the view's directories and links exist
+// nowhere on disk.
+func pathFilter(ioctlType uint32) []unix.SockFilter {
+	return buildFilter(filterMode{direct: true, paths: true, ioctlType: ioctlType})
+}
+
+// filterMode is what a filter sends beyond the FUSE descriptors' calls.
+type filterMode struct {
+	direct, paths bool
+	ioctlType     uint32
+}
+
+func buildFilter(m filterMode) []unix.SockFilter {
 	a := &asm{labels: map[string]int{}}
-	a.stmt(bpfLdW, offArch)
-	if direct {
-		a.jump(bpfJeq, auditArchX8664, "", "enosys")
-	} else {
-		// A FUSE descriptor's every call reaches the daemon as FUSE
-		// requests, whatever ABI made it.
-		a.jump(bpfJeq, auditArchX8664, "", "allow")
+	dispatch(a, m)
+	openChecks(a, m)
+	fdChecks(a, m)
+	if m.direct {
+		directChecks(a, m)
 	}
-	a.stmt(bpfLdW, offNr)
-	if direct {
-		a.jump(bpfJset, x32SyscallBit, "enosys", "")
-	}
-	a.jump(bpfJeq, unix.SYS_OPEN, "open", "")
-	a.jump(bpfJeq, unix.SYS_OPENAT, "openat", "")
-	a.jump(bpfJeq, unix.SYS_OPENAT2, "notify", "")
-	a.jump(bpfJeq, unix.SYS_FSTAT, "fd0", "")
-	a.jump(bpfJeq, unix.SYS_DUP, "fd0", "")
-	a.jump(bpfJeq, unix.SYS_NEWFSTATAT, "newfstatat", "")
-	a.jump(bpfJeq, unix.SYS_STATX, "statx", "")
-	a.jump(bpfJeq, unix.SYS_MMAP, "mmap", "")
-	a.jump(bpfJeq, unix.SYS_MREMAP, "mremap", "")
-	a.jump(bpfJeq, unix.SYS_DUP2, "dup2", "")
-	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
-	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
-	if direct {
-		a.jump(bpfJeq, unix.SYS_IOCTL, "ioctl", "")
-		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
-		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
-		a.jump(bpfJeq, unix.SYS_EXECVE, "notify", "")
-		a.jump(bpfJeq, unix.SYS_EXECVEAT, "notify", "")
-		a.jump(bpfJeq, unix.SYS_TRUNCATE, "notify", "")
-		for _, r := range refusals {
-			if r.anyFD {
-				a.jump(bpfJeq, uint32(r.nr), "notify", "")
-				continue
-			}
-			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
-		}
-	}
-	a.goTo("allow")
-
-	a.label("open")
-	a.stmt(bpfLdW, argLow(1))
-	a.goTo("openflags")
-	a.label("openat")
-	a.stmt(bpfLdW, argLow(2))
-	a.label("openflags")
-	a.jump(bpfJset, unix.O_PATH|unix.O_DIRECTORY, "allow", "")
-	a.stmt(bpfAnd, unix.O_CREAT|unix.O_EXCL)
-	a.jump(bpfJeq, unix.O_CREAT|unix.O_EXCL, "allow", "notify")
-
-	a.label("newfstatat")
-	a.stmt(bpfLdW, argLow(3))
-	a.jump(bpfJset, unix.AT_EMPTY_PATH, "fd0", "allow")
-	a.label("statx")
-	a.stmt(bpfLdW, argLow(2))
-	a.jump(bpfJset, unix.AT_EMPTY_PATH, "fd0", "allow")
-	a.label("mmap")
-	a.stmt(bpfLdW, argLow(3))
-	a.jump(bpfJset, unix.MAP_ANONYMOUS, "allow", "")
-	a.stmt(bpfLdW, argLow(4))
-	a.goTo("inrange")
-
-	a.label("dup2")
-	a.stmt(bpfLdW, argLow(1))
-	a.jump(bpfJset, 0x80000000, "allow", "")
-	if direct {
-		a.jump(bpfJge, FDBase, "notify", "fd0")
-		// close_range's bounds are unsigned.
-		a.label("closerange")
-		a.stmt(bpfLdW, argLow(1))
-		a.jump(bpfJge, FDBase, "notify", "allow")
-	} else {
-		a.jump(bpfJge, FDBase, "allow", "fd0")
-	}
-	a.label("fcntl")
-	a.stmt(bpfLdW, argLow(1))
-	if direct {
-		a.jump(bpfJeq, unix.F_OFD_SETLK, "notify", "")
-		a.jump(bpfJeq, unix.F_OFD_SETLKW, "notify", "")
-		a.jump(bpfJeq, unix.F_SETLK, "notify", "")
-		a.jump(bpfJeq, unix.F_SETLKW, "notify", "")
-	}
-	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
-	a.jump(bpfJeq, unix.F_DUPFD_CLOEXEC, "fcntlmin", "allow")
-	a.label("fcntlmin")
-	a.stmt(bpfLdW, argLow(2))
-	a.jump(bpfJge, FDBase, "allow", "fd0")
-
-	if direct {
-		// Any descriptor from FDBase up, and a Neuron command on any
-		// descriptor: a copy of a device descriptor below FDBase
-		// (dup2 onto a low number, or no number free from FDBase up)
-		// must still reach the driver.
-		a.label("ioctl")
-		a.stmt(bpfLdW, argLow(0))
-		a.jump(bpfJset, 0x80000000, "ioctltype", "")
-		a.jump(bpfJge, FDBase, "notify", "")
-		a.label("ioctltype")
-		a.stmt(bpfLdW, argLow(1))
-		a.stmt(bpfAnd, 0xff00)
-		a.jump(bpfJeq, ioctlType<<8, "notify", "allow")
-
-		// A refusal: notify if any of its descriptor arguments is in
-		// the range.
-		for _, r := range refusals {
-			if r.anyFD {
-				continue
-			}
-			a.label(refusalLabel(r.nr))
-			for k, i := range r.fdArgs {
-				next := "allow"
-				if k < len(r.fdArgs)-1 {
-					next = fmt.Sprintf("%s.%d", refusalLabel(r.nr), k+1)
-				}
-				if k > 0 {
-					a.label(fmt.Sprintf("%s.%d", refusalLabel(r.nr), k))
-				}
-				a.stmt(bpfLdW, argLow(i))
-				a.jump(bpfJset, 0x80000000, next, "")
-				a.jump(bpfJge, FDBase, "notify", next)
-			}
-		}
-	}
-
 	a.label("mremap")
 	// Notify if new length (arg 2) > old length (arg 1), as 64-bit
 	// numbers: high halves first, then low halves.
@@ -298,7 +207,7 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 	a.jump(bpfJset, 0x80000000, "allow", "")
 	a.jump(bpfJge, FDBase, "notify", "allow")
 
-	if direct {
+	if m.direct {
 		a.label("enosys")
 		a.stmt(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
 	}
@@ -307,6 +216,159 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 	a.label("allow")
 	a.stmt(bpfRet, unix.SECCOMP_RET_ALLOW)
 	return a.prog()
+}
+
+// dispatch checks the ABI and jumps by syscall number.
+func dispatch(a *asm, m filterMode) {
+	a.stmt(bpfLdW, offArch)
+	if m.direct {
+		a.jump(bpfJeq, auditArchX8664, "", "enosys")
+	} else {
+		// A FUSE descriptor's every call reaches the daemon as FUSE
+		// requests, whatever ABI made it.
+		a.jump(bpfJeq, auditArchX8664, "", "allow")
+	}
+	a.stmt(bpfLdW, offNr)
+	if m.direct {
+		a.jump(bpfJset, x32SyscallBit, "enosys", "")
+	}
+	a.jump(bpfJeq, unix.SYS_OPEN, "open", "")
+	a.jump(bpfJeq, unix.SYS_OPENAT, "openat", "")
+	a.jump(bpfJeq, unix.SYS_OPENAT2, "notify", "")
+	a.jump(bpfJeq, unix.SYS_FSTAT, "fd0", "")
+	a.jump(bpfJeq, unix.SYS_DUP, "fd0", "")
+	a.jump(bpfJeq, unix.SYS_NEWFSTATAT, "newfstatat", "")
+	a.jump(bpfJeq, unix.SYS_STATX, "statx", "")
+	a.jump(bpfJeq, unix.SYS_MMAP, "mmap", "")
+	a.jump(bpfJeq, unix.SYS_MREMAP, "mremap", "")
+	a.jump(bpfJeq, unix.SYS_DUP2, "dup2", "")
+	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
+	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
+	if m.paths {
+		for _, c := range pathCalls {
+			if c.viaDispatch {
+				a.jump(bpfJeq, uint32(c.x8664), "notify", "")
+			}
+		}
+	}
+	if m.direct {
+		a.jump(bpfJeq, unix.SYS_IOCTL, "ioctl", "")
+		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
+		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
+		a.jump(bpfJeq, unix.SYS_EXECVE, "notify", "")
+		a.jump(bpfJeq, unix.SYS_EXECVEAT, "notify", "")
+		a.jump(bpfJeq, unix.SYS_TRUNCATE, "notify", "")
+		for _, r := range refusals {
+			if r.anyFD {
+				a.jump(bpfJeq, uint32(r.nr), "notify", "")
+				continue
+			}
+			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
+		}
+	}
+	a.goTo("allow")
+}
+
+// openChecks decides opens by their flags, and the stat calls by
+// AT_EMPTY_PATH.
+func openChecks(a *asm, m filterMode) {
+	a.label("open")
+	a.stmt(bpfLdW, argLow(1))
+	a.goTo("openflags")
+	a.label("openat")
+	a.stmt(bpfLdW, argLow(2))
+	a.label("openflags")
+	if !m.paths {
+		a.jump(bpfJset, unix.O_PATH|unix.O_DIRECTORY, "allow", "")
+	}
+	a.stmt(bpfAnd, unix.O_CREAT|unix.O_EXCL)
+	a.jump(bpfJeq, unix.O_CREAT|unix.O_EXCL, "allow", "notify")
+
+	// Without AT_EMPTY_PATH the call names a path: the filter host view
+	// must see it.
+	other := "allow"
+	if m.paths {
+		other = "notify"
+	}
+	a.label("newfstatat")
+	a.stmt(bpfLdW, argLow(3))
+	a.jump(bpfJset, unix.AT_EMPTY_PATH, "fd0", other)
+	a.label("statx")
+	a.stmt(bpfLdW, argLow(2))
+	a.jump(bpfJset, unix.AT_EMPTY_PATH, "fd0", other)
+}
+
+// fdChecks sends the calls on descriptors from FDBase up that every
+// filter sends.
+func fdChecks(a *asm, m filterMode) {
+	a.label("mmap")
+	a.stmt(bpfLdW, argLow(3))
+	a.jump(bpfJset, unix.MAP_ANONYMOUS, "allow", "")
+	a.stmt(bpfLdW, argLow(4))
+	a.goTo("inrange")
+
+	a.label("dup2")
+	a.stmt(bpfLdW, argLow(1))
+	a.jump(bpfJset, 0x80000000, "allow", "")
+	if m.direct {
+		a.jump(bpfJge, FDBase, "notify", "fd0")
+		// close_range's bounds are unsigned.
+		a.label("closerange")
+		a.stmt(bpfLdW, argLow(1))
+		a.jump(bpfJge, FDBase, "notify", "allow")
+	} else {
+		a.jump(bpfJge, FDBase, "allow", "fd0")
+	}
+	a.label("fcntl")
+	a.stmt(bpfLdW, argLow(1))
+	if m.direct {
+		a.jump(bpfJeq, unix.F_OFD_SETLK, "notify", "")
+		a.jump(bpfJeq, unix.F_OFD_SETLKW, "notify", "")
+		a.jump(bpfJeq, unix.F_SETLK, "notify", "")
+		a.jump(bpfJeq, unix.F_SETLKW, "notify", "")
+	}
+	a.jump(bpfJeq, unix.F_DUPFD, "fcntlmin", "")
+	a.jump(bpfJeq, unix.F_DUPFD_CLOEXEC, "fcntlmin", "allow")
+	a.label("fcntlmin")
+	a.stmt(bpfLdW, argLow(2))
+	a.jump(bpfJge, FDBase, "allow", "fd0")
+}
+
+// directChecks sends the ioctls and the refusals of direct descriptors.
+func directChecks(a *asm, m filterMode) {
+	// Any descriptor from FDBase up, and a Neuron command on any
+	// descriptor: a copy of a device descriptor below FDBase (dup2 onto
+	// a low number, or no number free from FDBase up) must still reach
+	// the driver.
+	a.label("ioctl")
+	a.stmt(bpfLdW, argLow(0))
+	a.jump(bpfJset, 0x80000000, "ioctltype", "")
+	a.jump(bpfJge, FDBase, "notify", "")
+	a.label("ioctltype")
+	a.stmt(bpfLdW, argLow(1))
+	a.stmt(bpfAnd, 0xff00)
+	a.jump(bpfJeq, m.ioctlType<<8, "notify", "allow")
+
+	// A refusal: notify if any of its descriptor arguments is in the
+	// range.
+	for _, r := range refusals {
+		if r.anyFD {
+			continue
+		}
+		a.label(refusalLabel(r.nr))
+		for k, i := range r.fdArgs {
+			next := "allow"
+			if k < len(r.fdArgs)-1 {
+				next = fmt.Sprintf("%s.%d", refusalLabel(r.nr), k+1)
+			}
+			if k > 0 {
+				a.label(fmt.Sprintf("%s.%d", refusalLabel(r.nr), k))
+			}
+			a.stmt(bpfLdW, argLow(i))
+			a.jump(bpfJset, 0x80000000, next, "")
+			a.jump(bpfJge, FDBase, "notify", next)
+		}
+	}
 }
 
 func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
@@ -320,7 +382,17 @@ func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
 // the call and restart it, and the driver would run it twice. killable
 // is false when the kernel lacks that wait.
 func InstallFilter(direct bool, ioctlType uint32) (listener int, killable bool, err error) {
-	prog := filter(direct, ioctlType)
+	return installProg(filter(direct, ioctlType), direct)
+}
+
+// InstallViewFilter is InstallFilter for the filter host view
+// (pathFilter, Config.Paths): the direct filter that also sends the
+// path calls.
+func InstallViewFilter(ioctlType uint32) (listener int, killable bool, err error) {
+	return installProg(pathFilter(ioctlType), true)
+}
+
+func installProg(prog []unix.SockFilter, direct bool) (listener int, killable bool, err error) {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
 	if direct {

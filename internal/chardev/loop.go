@@ -183,6 +183,9 @@ func (s *Supervisor) slow(f func()) {
 }
 
 func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
+	if s.paths != nil && s.handleView(n, sc) {
+		return
+	}
 	a := n.Data.Args
 	switch n.Data.Nr {
 	case unix.SYS_OPEN:

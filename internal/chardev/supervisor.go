@@ -35,7 +35,9 @@ type Supervisor struct {
 	standIns map[fileID]int
 	// direct serves the descriptors' ioctls and closes (Config.Direct).
 	direct Direct
-	log    *logrus.Entry
+	// paths is the filter host view (Config.Paths), or nil.
+	paths PathView
+	log   *logrus.Entry
 	// syncWake: the kernel wakes a receiver blocked in RECV (Linux ≥ 6.6,
 	// which has SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP too), so the loop
 	// blocks there instead of polling first.
@@ -79,11 +81,15 @@ type Config struct {
 	// descriptors, which are then not FUSE files: the filter must have
 	// been installed with InstallFilter(true).
 	Direct Direct
-	Log    *logrus.Entry
 	// View is where the supervisor sees the commands' root when it does
 	// not share their mount namespace (/proc/PID/root): the stand-ins of
 	// Nodes are looked for there. Empty: the supervisor's own root.
 	View string
+	// Paths, when set, is the filter host view: no node, sysfs or
+	// /proc/devices line on disk; the filter must have been installed
+	// with InstallViewFilter, and Direct set.
+	Paths PathView
+	Log   *logrus.Entry
 }
 
 // Direct serves the calls on device descriptors that reach no FUSE file
@@ -128,7 +134,7 @@ type fileID struct{ dev, ino uint64 }
 // the notifier's CPU, so each further receiver made every notification pay
 // for a thread that woke and slept again.
 func Serve(cfg Config) error {
-	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, log: cfg.Log, reserved: map[uint32]bool{}, maxLoops: MaxResolvingLoops, pins: newMemPins()}
+	s := &Supervisor{listener: cfg.Listener, major: cfg.Major, devices: len(cfg.Nodes), open: cfg.Open, mmap: cfg.Mmap, nodes: cfg.Nodes, files: map[fileID]int{}, standIns: map[fileID]int{}, direct: cfg.Direct, paths: cfg.Paths, log: cfg.Log, reserved: map[uint32]bool{}, maxLoops: MaxResolvingLoops, pins: newMemPins()}
 	if s.log == nil {
 		s.log = logrus.NewEntry(logrus.StandardLogger())
 	}

@@ -15,13 +15,6 @@ import (
 // brace: one that does not fit on a screen does more than one job.
 const maxFuncLines = 80
 
-// exempt lists the functions, by file and name, allowed to be longer
-// while another change splits them (issue 40). The lead removes each row
-// when that change merges; a row that no longer matches fails the test.
-var exempt = map[string]bool{
-	"internal/chardev/filter.go filter": true, // being split with the filter rewrite
-}
-
 // moduleRoot is the repository's top, two levels up from this package.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
@@ -91,25 +84,16 @@ func longFuncs(t *testing.T, root, file string) map[string]int {
 }
 
 // TestNoLongFunctions: no non-test, non-generated function of the
-// repository is longer than maxFuncLines, except the exempt ones.
+// repository is longer than maxFuncLines.
 func TestNoLongFunctions(t *testing.T) {
 	root := moduleRoot(t)
 	files := sourceFiles(t, root)
 	if len(files) < 100 {
 		t.Fatalf("found only %d Go files under %s: the walk is wrong", len(files), root)
 	}
-	seen := map[string]bool{}
 	for _, file := range files {
 		for key, n := range longFuncs(t, root, file) {
-			seen[key] = true
-			if !exempt[key] {
-				t.Errorf("%s is %d lines long, more than %d: split it into named steps", key, n, maxFuncLines)
-			}
-		}
-	}
-	for key := range exempt {
-		if !seen[key] {
-			t.Errorf("%s is exempt but no longer over %d lines: remove its row", key, maxFuncLines)
+			t.Errorf("%s is %d lines long, more than %d: split it into named steps", key, n, maxFuncLines)
 		}
 	}
 }

@@ -1,0 +1,37 @@
+package fs
+
+import (
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/neuronfs/neuronfs/device"
+)
+
+// Unmounted serves sys with no FUSE mount at all, for run's filter host
+// view (no /dev/fuse): the supervisor's direct descriptors (NewDirect)
+// reach the driver, and the sysfs attributes are read from sys itself.
+// Only NewDirect, CheckMmap and Abort (nothing to abort) are meaningful
+// on it: it has no paths (DevicePath, OpenFor) and is never unmounted.
+func Unmounted(sys *device.System, opts Options) *FS {
+	log := opts.Log
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	now := time.Now()
+	f := &FS{sys: sys, tgids: newTgidCache(), root: &dirNode{mtime: now}, log: log, mounted: now, behalf: newBehalfTable(), physIno: physFiles(sys), incoherent: true}
+	f.abortPin.Store(-1)
+	f.watch = newWatchdog(f)
+	f.defaultBudget = sys.Budget(0)
+	// Served until the process exits, as the daemon of run is.
+	f.waitServed = func() { select {} }
+	f.catchSIGUSR1(opts)
+	f.startDiagnostics(opts)
+	sys.SetPanicHandler(func(p any) {
+		log.WithField("panic", p).Error("stopping the daemon after a handler panic")
+		os.Exit(panicExit)
+	})
+	f.startRawReaper()
+	return f
+}
