@@ -272,7 +272,7 @@ func TestRunDeviceFDs(t *testing.T) {
 
 // noPassthrough is why a run lacks FUSE passthrough when kernelPassthrough
 // says so.
-const noPassthrough = "FUSE passthrough is unavailable to run (Linux < 6.9, or run without root: the kernel allows it to CAP_SYS_ADMIN on the host only)"
+const noPassthrough = "FUSE passthrough is unavailable to run (Linux < 6.9, or run without root: the kernel allows it to CAP_SYS_ADMIN on the host only; or run can only take the filter view: no /dev/fuse or user namespace)"
 
 // kernelPassthrough reports whether run gets FUSE passthrough here:
 // whether run --no-chardev (FUSE device files only, which need it for
@@ -283,7 +283,7 @@ func kernelPassthrough(t *testing.T) bool {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()
-	if err != nil && strings.Contains(stderr.String(), "FUSE passthrough is unavailable") {
+	if err != nil && (strings.Contains(stderr.String(), "FUSE passthrough is unavailable") || strings.Contains(stderr.String(), "--host-view=filter serves")) {
 		return false
 	}
 	if err != nil {
