@@ -170,6 +170,10 @@ func (c *Core) startRun(r *seqRun) {
 		e.x = r.seqs[e.e].Start(r.progs[e.e])
 	}
 	context.AfterFunc(r.ctx, func() { c.stopParked(r) })
+	if d := c.cfg.hangEnd; d > 0 {
+		c.runs.wg.Add(1)
+		go c.watchHang(r, d)
+	}
 	c.runInline(start)
 }
 
