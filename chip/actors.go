@@ -62,6 +62,7 @@ func (c *Core) forgetActors() {
 	for i := range c.actors {
 		c.actors[i].Store(nil)
 	}
+	c.ended.Store(nil) // hangend.go: the ended run is no longer the last
 }
 
 // actorOf names the part of the chip at BAR0 offset off.
