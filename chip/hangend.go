@@ -12,7 +12,9 @@ import (
 )
 
 // Runs that cannot finish. A run whose engines all wait, one of them on
-// an actor neuronfs does not emulate (actors.go), with no DMA queue of
+// an actor neuronfs does not emulate (actors.go: a Q7 core or a TOP_SP;
+// a write to some other register may be configuration, after which the
+// program can still be released by the host), with no DMA queue of
 // the core moving, would wait forever: the runtime's harvest then gives
 // up after its own budget with NRT_TIMEOUT and, finalizing, drains the
 // core's ERROR queue (59900437456 §4-5). So that what it drains names
@@ -57,8 +59,8 @@ func (c *Core) watchHang(r *seqRun, budget time.Duration) {
 	}
 }
 
-// stuck reports whether every live engine of the run waits, one on an
-// unemulated actor, and no DMA queue of the core moves; sig names the
+// stuck reports whether every live engine of the run waits, one on a
+// known unemulated actor, and no DMA queue of the core moves; sig names the
 // state (each engine's record and count) so two looks can be compared.
 func (h hangEnd) stuck() (sig string, ok bool) {
 	var b strings.Builder
@@ -72,7 +74,7 @@ func (h hangEnd) stuck() (sig string, ok bool) {
 		case seq.Running:
 			return "", false
 		case seq.Waiting:
-			actor = actor || h.c.awaits(seq.Engine(e)) != ""
+			actor = actor || h.c.awaitsActor(seq.Engine(e))
 		}
 		fmt.Fprintf(&b, "%d:%v@%#x/%d ", e, st.State, st.PC, s.Counts().Records)
 	}

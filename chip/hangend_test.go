@@ -59,17 +59,21 @@ func TestRunWaitingOnActorEnds(t *testing.T) {
 	}
 }
 
-// A run blocked only on a semaphore the host may still raise is not
-// ended, however long it waits.
+// A run blocked on a semaphore the host may still raise is not ended,
+// however long it waits, even after a write to a register that is no
+// known actor (its wait is named, not ended).
 func TestRunWaitingOnHostStays(t *testing.T) {
 	const budget = 10 * time.Millisecond
 	c, _ := newTestChipWith(t, "trn2.3xlarge", func(cfg *Config) { cfg.HangEnd = budget })
 	const nc, sem = 0, 7
 	ring := errorRing(t, c, nc, 4)
 	r := runEngines(t, c, nc, map[seq.Engine]*seq.Image{
-		seq.PE: seq.Assemble(0x2000, seq.NewWait(seq.WaitSemGE, sem, 1), seq.NewRecord(seq.OpHalt)),
+		seq.PE: seq.Assemble(0x2000, seq.NewCSRWrite(c.arch.CSRBase()+0x100, 1), seq.NewWait(seq.WaitSemGE, sem, 1), seq.NewRecord(seq.OpHalt)),
 	})
 	waitUntil(t, "PE waits", func() bool { return r.seqs[seq.PE].Status().State == seq.Waiting })
+	if a := c.Core(nc).awaits(seq.PE); a == "" {
+		t.Fatal("PE's write to a plain register is not noted: the test proves nothing")
+	}
 	time.Sleep(30 * budget)
 	if st := r.seqs[seq.PE].Status(); st.State != seq.Waiting || ring[3] != 0 {
 		t.Fatalf("%v, error record header %#x: a wait the host may answer was ended", st, ring[3])
