@@ -84,8 +84,8 @@ func (h hangEnd) stuck() (sig string, ok bool) {
 	return b.String(), true
 }
 
-// end writes each waiting engine's error record into the core's ERROR
-// queue, says once in the log what the run waited for, and stops it.
+// end writes each waiting engine's error record into its block's ERROR
+// queue (the core's, or a register-started TOP_SP's own), says once in the log what the run waited for, and stops it.
 func (h hangEnd) end() {
 	c, r := h.c, h.r
 	if r.ctx.Err() != nil {
@@ -100,7 +100,12 @@ func (h hangEnd) end() {
 		if st.State != seq.Waiting {
 			continue
 		}
-		c.notific.Emit(nq.ErrorSlot, nq.SequencerErrorRecord(e, st.PC, seq.ErrorIDSequencerFatal))
+		n := seq.Notification{Kind: seq.NotifyError, Engine: seq.Engine(e), PC: st.PC, ErrorID: seq.ErrorIDSequencerFatal}
+		if r.notify != nil {
+			r.notify(n) // a TOP_SP's run writes into its own block
+		} else {
+			emitNotification(c.notific, nq.ErrorSlot, n)
+		}
 		w := st.String()
 		if a := c.awaits(seq.Engine(e)); a != "" {
 			w += ", awaits " + a
