@@ -26,6 +26,9 @@ import (
 type actorNote struct {
 	addr  uint64 // the device address written
 	actor string // who would have answered
+	// known: the write kicked a known actor (a Q7 core, a TOP_SP) rather
+	// than some register; only such a wait ends a run (hangend.go).
+	known bool
 }
 
 func (n *actorNote) String() string { return fmt.Sprintf("%s (wrote %#x)", n.actor, n.addr) }
@@ -42,7 +45,8 @@ func (c *Core) noteIgnoredWrite(e seq.Engine, addr, off uint64) {
 	if n := c.actors[e].Load(); n != nil && n.addr == addr {
 		return // a loop kicking the same register allocates nothing
 	}
-	c.actors[e].Store(&actorNote{addr: addr, actor: actorOf(c.cfg.arch, off)})
+	actor, known := actorOf(c.cfg.arch, off)
+	c.actors[e].Store(&actorNote{addr: addr, actor: actor, known: known})
 }
 
 // awaits names what engine e, waiting, waits for that nothing emulated
@@ -62,10 +66,22 @@ func (c *Core) forgetActors() {
 	for i := range c.actors {
 		c.actors[i].Store(nil)
 	}
+	c.ended.Store(nil) // hangend.go: the ended run is no longer the last
 }
 
-// actorOf names the part of the chip at BAR0 offset off.
-func actorOf(f *dhal.ArchFacts, off uint64) string {
+// awaitsActor reports whether engine e's last ignored write kicked a
+// known actor (a Q7 core, a TOP_SP).
+func (c *Core) awaitsActor(e seq.Engine) bool {
+	if int(e) >= len(c.actors) {
+		return false
+	}
+	n := c.actors[e].Load()
+	return n != nil && n.known
+}
+
+// actorOf names the part of the chip at BAR0 offset off, and reports
+// whether it is a known actor rather than a register.
+func actorOf(f *dhal.ArchFacts, off uint64) (string, bool) {
 	g := f.Q7Pool()
 	for nc := range f.CoresPerDevice {
 		base := f.TPBBase(nc)
@@ -74,16 +90,16 @@ func actorOf(f *dhal.ArchFacts, off uint64) string {
 		}
 		rel := off - base
 		if rel >= g.Base && rel-g.Base < uint64(g.Cores)*g.Stride() {
-			return fmt.Sprintf("Q7 core %d of NeuronCore %d", (rel-g.Base)/g.Stride(), nc)
+			return fmt.Sprintf("Q7 core %d of NeuronCore %d", (rel-g.Base)/g.Stride(), nc), true
 		}
-		return fmt.Sprintf("NeuronCore %d TPB register +%#x", nc, rel)
+		return fmt.Sprintf("NeuronCore %d TPB register +%#x", nc, rel), false
 	}
 	for ts := range f.TopSPsPerDevice {
 		if base := f.TopSPWindow(ts); base != dhal.InvalidOffset && off >= base && off-base < dhal.TopSPWindowSize {
-			return fmt.Sprintf("TOP_SP %d", ts)
+			return fmt.Sprintf("TOP_SP %d", ts), true
 		}
 	}
-	return fmt.Sprintf("register %#x", off)
+	return fmt.Sprintf("register %#x", off), false
 }
 
 // annotatingTracer names, on a wait's trace event, what the engine awaits

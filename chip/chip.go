@@ -30,6 +30,9 @@ type Config struct {
 	InferenceStart int
 	// ExecLatency is how long a semantic execution takes.
 	ExecLatency time.Duration
+	// HangEnd is how long a run stays blocked on an actor neuronfs does not
+	// emulate before it is ended with error records (hangend.go); 0 never.
+	HangEnd time.Duration
 	// ResetLatency is how long the firmware takes to reset.
 	ResetLatency time.Duration
 	// PCI is the chip's PCI function (config space, BARs, link).
@@ -94,7 +97,7 @@ func New(cfg Config, drv Driver) (*Chip, error) {
 
 // initCores builds the cores, each handed its view of the chip.
 func (c *Chip) initCores() {
-	cfg := coreConfig{arch: c.arch, log: c.log, inferenceStart: c.cfg.InferenceStart, execLatency: c.cfg.ExecLatency, epoch: c.cfg.Epoch}
+	cfg := coreConfig{arch: c.arch, log: c.log, inferenceStart: c.cfg.InferenceStart, execLatency: c.cfg.ExecLatency, epoch: c.cfg.Epoch, hangEnd: c.cfg.HangEnd}
 	for nc := range min(c.arch.CoresPerDevice, MaxCores) {
 		c.cores = append(c.cores, newCore(nc, coreLink{c}, cfg))
 	}

@@ -40,7 +40,8 @@ type Core struct {
 	// not known): its exec queue (engine*16+queue), its doorbell
 	// semaphore, and the semaphore whose increment rang last.
 	execQueue, startSem, ringing atomic.Int32
-	actors                       actorNotes // each engine's last write nothing emulated answers (actors.go)
+	actors                       actorNotes               // each engine's last write nothing emulated answers (actors.go)
+	ended                        atomic.Pointer[endedRun] // the last run ended waiting on nothing emulated (hangend.go)
 }
 
 // coreChip is all a Core reaches of its chip: the memory its engines
@@ -65,6 +66,7 @@ type coreConfig struct {
 	inferenceStart int           // Config.InferenceStart
 	execLatency    time.Duration // Config.ExecLatency
 	epoch          time.Time     // the NOTIFIC block's clock
+	hangEnd        time.Duration // Config.HangEnd
 }
 
 // newCore builds core nc over chip; its engines are looked up when used.

@@ -33,11 +33,12 @@ func (c *Core) startByRegister(slot int, e seq.Engine, addr uint64, notify func(
 	}
 	r := &seqRun{done: make(chan struct{})}
 	r.req.addr[e] = addr
-	r.seqs[e] = seq.New(c.seqConfig(e, func(n seq.Notification) {
+	r.notify = func(n seq.Notification) {
 		if r.ctx.Err() == nil { // a run being stopped writes nothing more
 			notify(n)
 		}
-	}))
+	}
+	r.seqs[e] = seq.New(c.seqConfig(e, r.notify))
 	r.progs[e] = c.seqProgram(addr)
 	r.live.Store(1)
 	r.ctx, r.cancel = context.WithCancel(context.Background())

@@ -53,6 +53,9 @@ type seqRun struct {
 	live   atomic.Int32  // engines still running
 	seqs   [seq.NumEngines]*seq.Sequencer
 	progs  [seq.NumEngines]seq.Program
+	// notify is where the engines' notifications go (their core's or
+	// TOP_SP's NOTIFIC block); nil: the core's (hangend.go writes there).
+	notify func(seq.Notification)
 }
 
 // alive reports whether r still has a running engine and was not
@@ -117,12 +120,13 @@ func (c *Core) runPrograms() bool {
 // newSeqRun prepares a run of req's images; nil if it names none.
 func (c *Core) newSeqRun(req *execRequest) *seqRun {
 	r := &seqRun{req: *req, done: make(chan struct{})}
+	r.notify = func(no seq.Notification) { c.seqNotify(r, no) }
 	n := int32(0)
 	for e, addr := range req.addr {
 		if addr == 0 {
 			continue
 		}
-		r.seqs[e] = seq.New(c.seqConfig(seq.Engine(e), func(no seq.Notification) { c.seqNotify(r, no) }))
+		r.seqs[e] = seq.New(c.seqConfig(seq.Engine(e), r.notify))
 		r.progs[e] = c.seqProgram(addr)
 		n++
 	}
@@ -170,6 +174,10 @@ func (c *Core) startRun(r *seqRun) {
 		e.x = r.seqs[e.e].Start(r.progs[e.e])
 	}
 	context.AfterFunc(r.ctx, func() { c.stopParked(r) })
+	if d := c.cfg.hangEnd; d > 0 {
+		c.runs.wg.Add(1)
+		go c.watchHang(r, d)
+	}
 	c.runInline(start)
 }
 

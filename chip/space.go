@@ -80,6 +80,7 @@ func (c *Chip) stopEngines() {
 		for q := range dma.QueuesPerEngine {
 			e.WaitIdle(ctx, q)
 		}
+		e.WaitPoller(ctx) // disabled, it returns within a poll
 	}
 }
 

@@ -124,7 +124,9 @@ func barReadWrite(r *Request, v *ioctl.BARRW) Result {
 	if v.BAR != 0 {
 		return Errno(syscall.EINVAL)
 	}
-	return d.writeBAR0(raw, data)
+	res = d.writeBAR0(raw, data)
+	d.chip.Restage() // the TPB window is memory: descriptors a fed queue waits for may be there
+	return res
 }
 
 // postMetric stages a blob in the data window and posts it to the

@@ -90,7 +90,7 @@ func (s *System) chipConfig(index int) chip.Config {
 	return chip.Config{
 		Name: deviceName(index), Arch: s.Arch, Backing: s.backing,
 		Log: s.log.WithField("device", index), Epoch: s.epoch,
-		InferenceStart: s.inferenceStart, ExecLatency: s.execLatency, ResetLatency: s.resetLatency,
+		InferenceStart: s.inferenceStart, ExecLatency: s.execLatency, ResetLatency: s.resetLatency, HangEnd: s.hangEnd,
 		Identity: id, Trace: s.traceDevice(index),
 		PCI: chip.PCIFunction{
 			Vendor: p.PCIVendor, Device: p.PCIDevice, SubVendor: dhal.PCISubsystemVendor, SubDevice: dhal.PCISubsystemDevice,

@@ -43,6 +43,11 @@ type Config struct {
 	// ExecLatency is how long an emulated execution takes between its
 	// START and END records (default 0).
 	ExecLatency time.Duration
+	// HangEnd is how long a core's run may stay blocked on an actor
+	// neuronfs does not emulate (a Q7 core, a TOP_SP) before it is ended
+	// with error records the runtime's harvest drains (chip/hangend.go):
+	// 0 is DefaultHangEnd, negative never.
+	HangEnd time.Duration
 	// Pod sets up pod election on UltraServer hosts and the PDS spoof
 	// (pod name, coordinator, userver_* parameters); the system fills in
 	// the rest.
@@ -62,6 +67,11 @@ type Config struct {
 	ExecTrace string
 	Log       *logrus.Entry
 }
+
+// DefaultHangEnd is short of the runtime's shortest harvest budget
+// (1000 × a model's timeout in seconds, 59900437456): a watcher looks
+// twice, a budget apart, so the records land within about half a second.
+const DefaultHangEnd = 250 * time.Millisecond
 
 // DefaultTimeScale makes the driver's waits a thousand times shorter than
 // on real hardware.

@@ -15,7 +15,8 @@ import (
 // EMULATED line with each engine's latest such record, so nobody trusts
 // results the emulator did not compute. A core whose every running engine waits, with no DMA of the
 // core moving, is marked blocked (chip.Core.Blocked), the hang a device
-// can only time out on. Per device it also counts and places, by page,
+// can only time out on; a run ended for waiting on what neuronfs does
+// not emulate (chip/hangend.go) says so under its core. Per device it also counts and places, by page,
 // the BAR0 words no block models and no memory backs (kept as plain
 // registers): what the runtime touched that the emulator does not
 // understand. The driver has no such file.
@@ -31,6 +32,10 @@ func (fs Sysfs) coresStatus() string {
 			core := d.chip.Core(nc)
 			_, blocked := core.Blocked()
 			writeCore(&b, d.Name(), nc, core.EngineReports(), blocked)
+			if ended := core.EndedHang(); ended != "" {
+				// Under the core's block: a core's lines are indented.
+				fmt.Fprintf(&b, "  run ended, nothing emulated answers its waits: %s\n", ended)
+			}
 		}
 		writeUnmodelled(&b, d.Name(), d.chip.BAR0())
 	}

@@ -29,6 +29,7 @@ func semaphoreOp(r *Request, v *ioctl.Semaphore) Result {
 	core := r.Dev().chip.Core(int(v.NCID))
 	if op, ok := semOps[r.Cmd]; ok {
 		core.WriteSemaphore(op, idx, v.Value)
+		r.Dev().chip.Restage() // a doorbell: what its queues wait for may be staged by now (stores through a mapping)
 		return 0
 	}
 	val, ok := core.ReadSemaphore(idx)

@@ -60,6 +60,7 @@ type System struct {
 	epoch          time.Time    // zero of the chips' notification clocks
 	inferenceStart int          // -1: any semaphore
 	execLatency    time.Duration
+	hangEnd        time.Duration     // Config.HangEnd; 0 never
 	execTrace      *exectrace.Writer // nil: no --exec-trace
 }
 
@@ -123,6 +124,7 @@ func newSystem(cfg Config, inst *dhal.Instance, facts *dhal.ArchFacts, table *io
 		epoch:          time.Now(),
 		inferenceStart: -1,
 		execLatency:    cfg.ExecLatency,
+		hangEnd:        hangEndOf(cfg.HangEnd),
 	}
 	if cfg.InferenceStart != nil {
 		s.inferenceStart = int(*cfg.InferenceStart)
@@ -182,4 +184,16 @@ func (s *System) Device(i int) *Device {
 		return nil
 	}
 	return s.Devices[i]
+}
+
+// hangEndOf is Config.HangEnd as the chips take it: 0 the default,
+// negative never (0).
+func hangEndOf(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultHangEnd
+	case d < 0:
+		return 0
+	}
+	return d
 }

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/neuronfs/neuronfs/chip/dma/dmadesc"
 	"github.com/neuronfs/neuronfs/chip/seq"
 	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/dhal"
@@ -180,4 +185,57 @@ func archFacts(t *testing.T, instance string) *dhal.ArchFacts {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// Descriptors the host stores through a mapping of the rings, with no
+// request telling the daemon, start an IO queue whose tail a program
+// moved past what was staged: the waiting queue finds them (the engine
+// polls, chip/dma/stagepoll.go).
+func TestQueuesFindMappedDescriptors(t *testing.T) {
+	const inst = "trn2.48xlarge"
+	c := newProgClientConfig(t, device.Config{Instance: inst})
+	io := newIOQueue(t, c, archFacts(t, inst))
+	pe := c.image(seq.NewWait(seq.WaitSemGE, inferenceStart, 1),
+		seq.NewCSRWrite(io.tailTX, 1), seq.NewCSRWrite(io.tailRX, 1), seq.NewRecord(seq.OpHalt))
+	// Mapped first: the stores come well inside the poll's budget.
+	txMap, err := io.TX.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(txMap)
+	rxMap, err := io.RX.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(rxMap)
+	c.deliver([seq.NumEngines]uint64{seq.PE: pe})
+	if err := c.dev.Doorbell(progCore, inferenceStart, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStates(1, seq.Halted)
+	io.settle(0, "a tail past what is staged")
+	tx, rx := io.Descriptors([]runtime.Copy{{Src: io.src.PA, Dst: io.dst.PA, Len: ioBatch}})
+	storeDesc(rxMap, rx[0])
+	storeDesc(txMap, tx[0])
+	io.settle(1, "once stored through the mapping")
+	got, want := make([]byte, ioBatch), make([]byte, ioBatch)
+	if err := io.dst.Read(0, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := io.src.Read(0, want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("the batch did not land")
+	}
+}
+
+// storeDesc stores d at the start of a mapped ring, its length and
+// control word (what makes it staged) last and whole, as a careful host
+// would.
+func storeDesc(b []byte, d dmadesc.Desc) {
+	var buf [dmadesc.Size]byte
+	d.Put(buf[:])
+	copy(b[4:dmadesc.Size], buf[4:])
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[0])), d.LenCtrl)
 }

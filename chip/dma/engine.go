@@ -141,6 +141,9 @@ type Engine struct {
 	// nstarved counts the queues waiting for a descriptor to be staged,
 	// so Restage costs one load when none does (feed.go).
 	nstarved atomic.Int32
+	// polling is closed when the engine's staging poller returns; nil
+	// while none runs (stagepoll.go).
+	polling chan struct{}
 }
 
 // NewEngine returns an engine in the state reset leaves it: normal, every

@@ -33,6 +33,7 @@ func (e *Engine) starveLocked(q *Queue, starved bool) {
 	q.starved = starved
 	if starved {
 		e.nstarved.Add(1)
+		e.pollStagedLocked()
 	} else {
 		e.nstarved.Add(-1)
 	}

@@ -64,6 +64,9 @@ func (h *hostFlags) check() error {
 	if h.execLatency < 0 {
 		return fmt.Errorf("--exec-latency %v: want 0 or more", h.execLatency)
 	}
+	if h.hangEnd < 0 {
+		return fmt.Errorf("--hang-end %v: want 0 (never) or more", h.hangEnd)
+	}
 	if err := h.execTrace.check(); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ type hostFlags struct {
 	// The exec doorbell: which semaphore rings it, how long a run takes.
 	inferenceStart int
 	execLatency    time.Duration
+	hangEnd        time.Duration // 0: never
 	timeScale      float64
 	inject         string
 	pod            podFlags
@@ -84,6 +85,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.degraded, "degraded-mmap", false, "start even if mmap of device nodes cannot share memory with the daemon (no FUSE passthrough)")
 	fs.IntVar(&h.inferenceStart, "inference-start", -1, "index of the inference-start semaphore whose increments ring a core's exec doorbell (-1: any, until a request teaches the core its doorbell)")
 	fs.DurationVar(&h.execLatency, "exec-latency", 0, "time an emulated execution takes between its START and END records")
+	fs.DurationVar(&h.hangEnd, "hang-end", device.DefaultHangEnd, "time a run may wait on a Q7 core or TOP_SP (not emulated) before it ends with error records in the core's ERROR queue (0: never)")
 	fs.Float64Var(&h.timeScale, "time-scale", device.DefaultTimeScale, "factor on the driver's deadlines and poll intervals (1 = real durations)")
 	fs.StringVar(&h.inject, "inject", "", "faults to inject from the start, comma-separated: reset-fail, dma-abort, dma-stall, alloc-fail, fwio-fail, power-invalid, ecc-sram=N, ecc-hbm=N, hbm-repair=none|pending|failed, fail:CMD:ERRNO:N|N+|P%:SEED (later: write the file faults in the control directory, $NEURONFS_CONTROL under run, MOUNTPOINT/neuronfs under mount)")
 	h.transport = defaultTransport()
@@ -163,6 +165,7 @@ func (h *hostFlags) system(log *logrus.Entry) (*device.System, error) {
 	sys, err := device.NewSystem(device.Config{
 		InferenceStart: start,
 		ExecLatency:    h.execLatency,
+		HangEnd:        hangEndConfig(h.hangEnd),
 		TimeScale:      h.timeScale,
 		Instance:       h.instance,
 		Devices:        h.devices,
@@ -199,4 +202,13 @@ func (h *hostFlags) leavePod() {
 	if h.podSock != nil {
 		h.podSock.Close()
 	}
+}
+
+// hangEndConfig is --hang-end as device.Config takes it: there 0 is the
+// default and a negative duration never.
+func hangEndConfig(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -24,7 +24,7 @@ func nonDefaults(t *testing.T) map[string][]string {
 	return map[string][]string{
 		"instance": {"trn1.32xlarge"}, "devices": {"2"}, "arch": {"v2"}, "revision": {"255"}, "major": {"240"},
 		"log-level": {"debug"}, "log-format": {"json"}, "debug-fuse": {"true"}, "driver-version": {other},
-		"strict": {"true"}, "degraded-mmap": {"true"}, "inference-start": {"3"}, "exec-latency": {"1.5ms"},
+		"strict": {"true"}, "degraded-mmap": {"true"}, "inference-start": {"3"}, "exec-latency": {"1.5ms"}, "hang-end": {"1s"},
 		"time-scale": {"2.5", "3.5"}, "inject": {"dma-abort"}, "fuse-transport": {"classic", "uring"},
 		"memory-backing": {"file:" + dir, "store:" + dir}, "memory-limit": {"8G", "16G"},
 		"exec-trace": {filepath.Join(dir, "exec.json")}, "log-file": {filepath.Join(dir, "daemon.log")},
