@@ -97,13 +97,12 @@ func TestNewAsNobodyHelper(t *testing.T) {
 	if st, err := tb.State(); err != nil || strings.Join(st.Faults, ",") != "reset-fail" {
 		t.Errorf("state: faults %q (%v)", st.Faults, err)
 	}
-	t.Log("got a testbed")
+	t.Logf("got a testbed, filter view %v", tb.FilterView())
 }
 
 // A testbed works without root, as `neuronfs run` does: as nobody with
-// a usable /dev/fuse it starts and serves its commands; without one, New
-// fails the test with the line naming what is missing, and skips it only
-// when $NEURONFS_SKIP_WITHOUT_HOST=1 asks for that.
+// a usable /dev/fuse it mounts and serves its commands; without one (an
+// unprivileged container) it serves them the filter view.
 func TestNewAsNobody(t *testing.T) {
 	testutil.RequireFUSE(t) // root, to run the helper as nobody
 	if os.Geteuid() != 0 {
@@ -143,14 +142,11 @@ func TestNewAsNobody(t *testing.T) {
 	if err != nil || !strings.Contains(out, "--- PASS: TestNewAsNobodyHelper") || !strings.Contains(out, "got a testbed") {
 		t.Errorf("a testbed as nobody: %v\n%s", err, out)
 	}
-	const line = "a testbed needs read-write access to /dev/fuse"
+	// Without /dev/fuse (root's alone), as in an unprivileged container:
+	// the filter view serves the same helper.
 	out, err = run("600")
-	if err == nil || !strings.Contains(out, "--- FAIL: TestNewAsNobodyHelper") || !strings.Contains(out, line) {
-		t.Errorf("New as nobody without /dev/fuse: %v, want a failure saying %q:\n%s", err, line, out)
-	}
-	out, err = run("600", testbed.SkipEnv+"=1")
-	if err != nil || !strings.Contains(out, "--- SKIP: TestNewAsNobodyHelper") || !strings.Contains(out, line) {
-		t.Errorf("New as nobody without /dev/fuse, %s=1: %v, want a skip saying %q:\n%s", testbed.SkipEnv, err, line, out)
+	if err != nil || !strings.Contains(out, "--- PASS: TestNewAsNobodyHelper") || !strings.Contains(out, "got a testbed, filter view true") {
+		t.Errorf("a testbed as nobody without /dev/fuse: %v, want the filter view:\n%s", err, out)
 	}
 }
 
