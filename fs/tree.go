@@ -94,8 +94,10 @@ type FS struct {
 	// end, the io_uring transport or the setup of a failed io_uring
 	// attempt (its queues end with the connection) and the default ioctl
 	// budget (the raw reaper's waits).
-	transport     string
-	waitServed    func()
+	transport  string
+	waitServed func()
+	// endUnmounted ends an Unmounted FS's serving (CloseUnmounted).
+	endUnmounted  func()
 	ring          *fuseuring.Transport
 	uringLeft     *fuseuring.Transport
 	defaultBudget time.Duration

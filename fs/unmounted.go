@@ -2,6 +2,7 @@ package fs
 
 import (
 	"os"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -24,8 +25,11 @@ func Unmounted(sys *device.System, opts Options) *FS {
 	f.abortPin.Store(-1)
 	f.watch = newWatchdog(f)
 	f.defaultBudget = sys.Budget(0)
-	// Served until the process exits, as the daemon of run is.
-	f.waitServed = func() { select {} }
+	// Served until the process exits, as the daemon of run is, or until
+	// CloseUnmounted (a testbed, whose process goes on).
+	served := make(chan struct{})
+	f.waitServed = func() { <-served }
+	f.endUnmounted = sync.OnceFunc(func() { close(served) })
 	f.catchSIGUSR1(opts)
 	f.startDiagnostics(opts)
 	sys.SetPanicHandler(func(p any) {
@@ -34,4 +38,14 @@ func Unmounted(sys *device.System, opts Options) *FS {
 	})
 	f.startRawReaper()
 	return f
+}
+
+// CloseUnmounted stops what Unmounted started (the slow-request
+// watchdog, the raw-memory reaper), for a host served by a process that
+// goes on after it: a testbed's filter view.
+func (f *FS) CloseUnmounted() {
+	f.stopRawReaper()
+	if f.endUnmounted != nil {
+		f.endUnmounted()
+	}
 }

@@ -127,4 +127,13 @@ if [ "$VMTEST_CONTAINER" = 1 ]; then
 	echo 0 >/proc/sys/user/max_user_namespaces || fail container-userns
 	echo "vmtest: [container] /dev/fuse removed, user.max_user_namespaces=$(cat /proc/sys/user/max_user_namespaces)"
 	phase container nobody "$VMTEST_CONTAINER_RUN" 0
+	# The C device-opening client, built static on the host: a program
+	# not in Go finds /dev/neuron3 by /proc/devices and stat, and asks
+	# DEVICE_BASIC_INFO.
+	echo "vmtest: [container] neuronfs run --instance inf2.48xlarge -- chardev_check"
+	out=$(su -p -s /bin/sh -c 'exec "$@"' -- nobody sh \
+		env -u NEURONFS_MEMORY_BACKING neuronfs run --instance inf2.48xlarge -- /bin/chardev_check)
+	st=$?
+	echo "$out"
+	[ "$st $out" = "0 c ok" ] || fail container-c "status $st"
 fi

@@ -171,8 +171,12 @@ root="$tmp/root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,lib/modules}
 CGO_ENABLED=0 go build -o "$root/bin/neuronfs" ./cmd/neuronfs
 CGO_ENABLED=0 go test -c -o "$root/bin/neuronfs.test" ./cmd/neuronfs
+# The C device-opening client (the one TestRunCharDevice builds), for the
+# container phase; the guest has no compiler, and no Python either.
+gcc -static -O2 -o "$root/bin/chardev_check" cmd/neuronfs/testdata/chardev_check.c ||
+	die "gcc -static cmd/neuronfs/testdata/chardev_check.c failed (Debian: gcc, libc6-dev)"
 # ldd (libc-bin, always there) fails on a static executable.
-for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" /bin/busybox; do
+for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" "$root/bin/chardev_check" /bin/busybox; do
 	if ldd "$f" >/dev/null 2>&1; then
 		die "$f is dynamically linked; the guest has no libc"
 	fi

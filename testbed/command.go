@@ -28,6 +28,8 @@ type launchConfig struct {
 	// Rootless: a copy of the mount follows the configuration, to attach
 	// at Root (usermount.go).
 	Rootless bool `json:"rootless"`
+	// View: the filter view; the launcher only installs its filter.
+	View bool `json:"view"`
 }
 
 // Command returns a command that runs name with args inside the host, as
@@ -50,13 +52,16 @@ func (tb *Testbed) Command(name string, args ...string) *exec.Cmd {
 	if tb.um != nil {
 		cmd.SysProcAttr = asCaller()
 	}
+	if tb.shadow != nil {
+		cmd.SysProcAttr = filterCommand()
+	}
 	return cmd
 }
 
 // accept serves the launchers of this testbed's commands until the
 // listener closes.
 func (tb *Testbed) accept() {
-	cfg, err := json.Marshal(launchConfig{Root: tb.dir, Layout: tb.layout, Direct: tb.direct != nil, Rootless: tb.um != nil})
+	cfg, err := json.Marshal(launchConfig{Root: tb.dir, Layout: tb.layout, Direct: tb.direct != nil, Rootless: tb.um != nil, View: tb.shadow != nil})
 	if err != nil {
 		tb.log.WithError(err).Error("launch configuration")
 		return
@@ -130,9 +135,23 @@ func (tb *Testbed) serve(conn *net.UnixConn, cfg []byte) {
 	if err != nil || listener < 0 {
 		return // the launcher failed before handing it over, and said why
 	}
-	var nodes, files []string
-	for i, name := range tb.layout.Devices {
+	if err := chardev.Serve(tb.supervisorConfig(listener, pid)); err != nil {
+		tb.log.WithError(err).Error("seccomp supervisor stopped")
+	}
+}
+
+// supervisorConfig is the supervisor's configuration for the listener of
+// the command pid.
+func (tb *Testbed) supervisorConfig(listener, pid int) chardev.Config {
+	var nodes []string
+	for _, name := range tb.layout.Devices {
 		nodes = append(nodes, "/dev/"+name)
+	}
+	if tb.shadow != nil {
+		return tb.filterConfig(listener, nodes)
+	}
+	var files []string
+	for i := range tb.layout.Devices {
 		files = append(files, tb.fsys.DevicePath(i))
 	}
 	sc := chardev.Config{
@@ -150,9 +169,7 @@ func (tb *Testbed) serve(conn *net.UnixConn, cfg []byte) {
 	if tb.direct != nil {
 		sc.Files, sc.Open, sc.Direct = tb.direct.Paths(), tb.direct.Open, tb.direct
 	}
-	if err := chardev.Serve(sc); err != nil {
-		tb.log.WithError(err).Error("seccomp supervisor stopped")
-	}
+	return sc
 }
 
 // peerPID is the pid of the process at the other end of conn.

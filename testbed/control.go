@@ -40,6 +40,13 @@ type DeviceState = device.DeviceState
 // "-reset-fail" clears it, "none" clears all. A list with a mistake
 // changes nothing and the error says why.
 func (tb *Testbed) InjectFaults(list string) error {
+	if tb.shadow != nil {
+		// The filter view: no control directory here; the same store.
+		if err := tb.sys.Faults().Apply(strings.TrimSpace(list)); err != nil {
+			return fmt.Errorf("faults %q: %w", list, err)
+		}
+		return nil
+	}
 	path := filepath.Join(tb.Control(), device.FaultsFile)
 	if err := os.WriteFile(path, []byte(list+"\n"), 0); err != nil {
 		// The file's second line holds the reason of a rejected list.
@@ -58,6 +65,9 @@ func (tb *Testbed) ClearFaults() error { return tb.InjectFaults("none") }
 
 // State reads the host's state through the control interface.
 func (tb *Testbed) State() (State, error) {
+	if tb.shadow != nil {
+		return tb.sys.State(), nil // the filter view: as the state file shows it
+	}
 	var st State
 	b, err := os.ReadFile(filepath.Join(tb.Control(), device.StateFile))
 	if err != nil {

@@ -30,9 +30,13 @@
 // descriptors are served by the supervisor. Without root a mounter, the
 // test binary re-executed in a user namespace of its own, mounts for the
 // test process, and each command attaches a copy of that mount
-// (usermount.go, docs/testing.md). Where a host cannot start, New fails
-// the test with one line naming what is missing: a device suite that
-// silently skips passes for nothing. Skipping is opted into, per test
+// (usermount.go, docs/testing.md). Where nothing can be mounted (an
+// unprivileged container) New serves the filter view instead
+// (filterview.go): commands run under a seccomp filter whose supervisor
+// answers the host's paths, and the test process has no tree (Root
+// fails the test). Where no host starts, New fails the test with one
+// line saying why: a device suite that silently skips passes for
+// nothing. Skipping is opted into, per test
 // with the SkipWithoutHost option or for the whole run with
 // NEURONFS_SKIP_WITHOUT_HOST=1; NEURONFS_REQUIRE_FUSE=1 (as CI sets it)
 // makes it a failure whatever was opted into.

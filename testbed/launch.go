@@ -46,6 +46,10 @@ func launch(sock, name string) int {
 	if err := json.Unmarshal(buf[:n], &cfg); err != nil {
 		return fail(err)
 	}
+	if cfg.View {
+		argv := append([]string{name}, os.Args[1:]...)
+		return startFailed(name, hostview.ExecView(fd, os.Geteuid(), os.Getegid(), argv, controlEnv()))
+	}
 	if cfg.Rootless {
 		mnt, err := hostview.ReceiveFD(fd)
 		if err == nil {
@@ -62,13 +66,6 @@ func launch(sock, name string) int {
 	if err := hostview.Build(cfg.Layout, devDir, cfg.Root, true, cfg.Rootless); err != nil {
 		return fail(err)
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, hostview.ControlEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, hostview.ControlEnv+"="+hostview.ControlPath)
 	argv := append([]string{name}, os.Args[1:]...)
 	if cfg.Rootless {
 		// On the thread that execs: the command holds no capability.
@@ -77,7 +74,24 @@ func launch(sock, name string) int {
 			return fail(err)
 		}
 	}
-	err = hostview.Exec(fd, os.Geteuid(), os.Getegid(), cfg.Direct, cfg.Rootless, argv, env)
+	return startFailed(name, hostview.Exec(fd, os.Geteuid(), os.Getegid(), cfg.Direct, cfg.Rootless, argv, controlEnv()))
+}
+
+// controlEnv is the command's environment: this one, with
+// $NEURONFS_CONTROL naming the control directory.
+func controlEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, hostview.ControlEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, hostview.ControlEnv+"="+hostview.ControlPath)
+}
+
+// startFailed reports a command that did not start (err, from Exec) and
+// returns a shell's status: 127 not found, else 126.
+func startFailed(name string, err error) int {
 	var se *hostview.StartError
 	if errors.As(err, &se) {
 		fmt.Fprintf(os.Stderr, "testbed: %v\n", se.Err)
@@ -86,5 +100,6 @@ func launch(sock, name string) int {
 		}
 		return 126
 	}
-	return fail(err)
+	fmt.Fprintf(os.Stderr, "testbed: %s: %v\n", name, err)
+	return 126
 }

@@ -21,6 +21,7 @@ import (
 
 // Testbed is one emulated host, served by the test process for one test.
 type Testbed struct {
+	t      testing.TB
 	root   string     // where this process sees the host's tree
 	dir    string     // the mount point, where a command's launcher attaches it
 	um     *userMount // the mounter, without root; else nil
@@ -33,6 +34,10 @@ type Testbed struct {
 	ln     *net.UnixListener
 	sock   string
 	guard  *exitguard.Guard
+	// The filter view (filterview.go): the supervisor answers the
+	// commands' paths from shadow, nothing is mounted; noMount says why.
+	shadow  *hostview.Shadow
+	noMount string
 
 	mu       lockrank.Mutex[lockrank.Testbed] // guards children, closed and adding to served
 	children map[int]int                      // pid -> pidfd of commands being served
@@ -46,8 +51,10 @@ type Testbed struct {
 const guardMargin = 2 * time.Second
 
 // New starts an emulated host for the test and tears it down when the
-// test ends. It fails the test if the host cannot start, with one line
-// naming what is missing (root, /dev/fuse); SkipWithoutHost or
+// test ends. Where the host cannot be mounted (no /dev/fuse; without
+// root, no user namespace, as in an unprivileged container) it serves the
+// filter view instead (FilterView). It fails the test if no host starts,
+// with one line saying why; SkipWithoutHost or
 // $NEURONFS_SKIP_WITHOUT_HOST=1 make it skip instead, unless
 // NEURONFS_REQUIRE_FUSE=1.
 func New(t testing.TB, opts ...Option) *Testbed {
@@ -58,10 +65,9 @@ func New(t testing.TB, opts ...Option) *Testbed {
 			t.Fatalf("testbed: %v", err)
 		}
 	}
-	requireHost(t, readHostFacts(), c.skipWithoutHost, os.Getenv)
 	tb, err := start(t, c)
 	if err != nil {
-		t.Fatalf("testbed: %v", err)
+		requireHost(t, "testbed: "+err.Error(), c.skipWithoutHost, os.Getenv)
 	}
 	return tb
 }
@@ -82,52 +88,18 @@ func start(t testing.TB, c config) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := filepath.Join(t.TempDir(), "host")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		sys.Close()
-		return nil, err
-	}
-	// The classic transport: a test binary may die at any moment, and
-	// only a mount it serves that way can always be aborted after it
-	// (see internal/exitguard). Without FUSE passthrough (Linux < 6.9) a command's device
-	// descriptors are the devices' memory files, served by the
-	// supervisor, as under `run --device-fds auto`.
-	fsys, at, um, err := mountHost(sys, self, root, fs.Options{Log: log, Transport: fs.TransportClassic, OtherMmap: true})
+	tb := &Testbed{t: t, sys: sys, layout: hostview.LayoutOf(sys), log: log, self: self, guard: g, children: map[int]int{}}
+	reg, err := tb.serveHost(t.TempDir())
 	if err != nil {
 		sys.Close()
 		return nil, err
 	}
-	tb := &Testbed{root: at, dir: root, um: um, sys: sys, fsys: fsys, layout: hostview.LayoutOf(sys), log: log, self: self,
-		guard: g, children: map[int]int{}}
-	reg, err := tb.guardMount()
-	if err == nil && !fsys.MmapCoherent() {
-		tb.direct, err = fsys.NewDirect()
-	}
+	sockReg, sockDir, err := tb.listen()
 	if err != nil {
 		reg.Release()
-		tb.unmount()
+		tb.stopHost()
+		sys.Close()
 		return nil, err
-	}
-	// A short path of its own: a socket's path has at most 107 bytes,
-	// and the test's temporary directory is named after the test.
-	sockDir, err := os.MkdirTemp("", "neuronfs-tb-")
-	if err == nil {
-		tb.sock = filepath.Join(sockDir, "launch")
-		tb.ln, err = net.ListenUnix("unixpacket", &net.UnixAddr{Name: tb.sock, Net: "unixpacket"})
-	}
-	if err != nil {
-		os.RemoveAll(sockDir)
-		if tb.direct != nil {
-			tb.direct.Close()
-		}
-		reg.Release()
-		tb.unmount()
-		return nil, err
-	}
-	// If the test binary dies first, its guard removes the socket too.
-	sockReg, err := g.Command("rm", "-rf", sockDir)
-	if err != nil {
-		tb.log.WithError(err).Warn("the exit guard will not remove the launch socket")
 	}
 	go tb.accept()
 	t.Cleanup(func() {
@@ -139,6 +111,73 @@ func start(t testing.TB, c config) (*Testbed, error) {
 		reg.Release()
 	})
 	return tb, nil
+}
+
+// serveHost mounts the host under tmp where this machine allows it, else
+// serves the filter view (filterview.go); the registration has the exit
+// guard undo it if the test binary dies first.
+func (tb *Testbed) serveHost(tmp string) (exitguard.Reg, error) {
+	why := filterReason()
+	if why == "" {
+		reg, err := tb.mount(tmp)
+		if err == nil || !refused(err) {
+			return reg, err
+		}
+		why = err.Error()
+	}
+	return tb.serveFilter(why)
+}
+
+// mount mounts the host at tmp/host, from this process as root, else
+// through a mounter (usermount.go).
+func (tb *Testbed) mount(tmp string) (exitguard.Reg, error) {
+	root := filepath.Join(tmp, "host")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return exitguard.Reg{}, err
+	}
+	// The classic transport: a test binary may die at any moment, and
+	// only a mount it serves that way can always be aborted after it
+	// (see internal/exitguard). Without FUSE passthrough (Linux < 6.9) a command's device
+	// descriptors are the devices' memory files, served by the
+	// supervisor, as under `run --device-fds auto`.
+	fsys, at, um, err := mountHost(tb.sys, tb.self, root, fs.Options{Log: tb.log, Transport: fs.TransportClassic, OtherMmap: true})
+	if err != nil {
+		return exitguard.Reg{}, err
+	}
+	tb.root, tb.dir, tb.um, tb.fsys = at, root, um, fsys
+	reg, err := tb.guardMount()
+	if err == nil && !fsys.MmapCoherent() {
+		tb.direct, err = fsys.NewDirect()
+	}
+	if err != nil {
+		reg.Release()
+		tb.stopHost()
+		return exitguard.Reg{}, err
+	}
+	return reg, nil
+}
+
+// listen opens the socket the commands' launchers reach the testbed on.
+// The registration has the exit guard remove it if the test binary dies
+// first.
+func (tb *Testbed) listen() (exitguard.Reg, string, error) {
+	// A short path of its own: a socket's path has at most 107 bytes,
+	// and the test's temporary directory is named after the test.
+	sockDir, err := os.MkdirTemp("", "neuronfs-tb-")
+	if err != nil {
+		return exitguard.Reg{}, "", err
+	}
+	tb.sock = filepath.Join(sockDir, "launch")
+	tb.ln, err = net.ListenUnix("unixpacket", &net.UnixAddr{Name: tb.sock, Net: "unixpacket"})
+	if err != nil {
+		os.RemoveAll(sockDir)
+		return exitguard.Reg{}, "", err
+	}
+	reg, err := tb.guard.Command("rm", "-rf", sockDir)
+	if err != nil {
+		tb.log.WithError(err).Warn("the exit guard will not remove the launch socket")
+	}
+	return reg, sockDir, nil
 }
 
 // guardFor is the exit guard, told to abort the testbed's mounts a
@@ -190,16 +229,28 @@ func newSystem(c config, log *logrus.Entry) (*device.System, error) {
 // directory). On a kernel without FUSE passthrough (before 6.9) a mapping
 // of Root's device files does not share the device's memory; a
 // Command's does.
-func (tb *Testbed) Root() string { return tb.root }
+//
+// Under the filter view (FilterView) there is no tree in the test
+// process: Root fails the test with one line.
+func (tb *Testbed) Root() string {
+	tb.t.Helper()
+	tb.needTree("Root")
+	return tb.root
+}
 
-// Control is the control directory (docs/control.md).
-func (tb *Testbed) Control() string { return filepath.Join(tb.root, fs.ControlDir) }
+// Control is the control directory (docs/control.md); under the filter
+// view it fails the test as Root does (State and InjectFaults still work).
+func (tb *Testbed) Control() string {
+	tb.t.Helper()
+	tb.needTree("Control")
+	return filepath.Join(tb.root, fs.ControlDir)
+}
 
 // System is the emulated driver serving the host, for tests that reach
 // past the control interface.
 func (tb *Testbed) System() *device.System { return tb.sys }
 
-// close kills the commands still running, then unmounts.
+// close kills the commands still running, then stops serving the host.
 func (tb *Testbed) close() error {
 	tb.ln.Close()
 	tb.mu.Lock()
@@ -215,17 +266,23 @@ func (tb *Testbed) close() error {
 	case <-time.After(tb.sys.FlushBudget()):
 		tb.log.Warn("a command's supervisor did not stop; unmounting anyway")
 	}
+	err := tb.stopHost()
+	tb.sys.Close()
+	return err
+}
+
+// stopHost ends the host's mount, or the filter view's serving.
+func (tb *Testbed) stopHost() error {
 	if tb.direct != nil {
 		tb.direct.Close()
 	}
-	return tb.unmount()
-}
-
-func (tb *Testbed) unmount() error {
+	if tb.shadow != nil {
+		tb.fsys.CloseUnmounted()
+		return tb.shadow.Remove()
+	}
 	err := tb.fsys.Unmount()
 	// Ends the connection for good, whoever still holds a file of it.
 	tb.fsys.Abort()
-	tb.sys.Close()
 	if err != nil {
 		return fmt.Errorf("unmount: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/neuronfs/neuronfs/device"
+	"github.com/neuronfs/neuronfs/internal/testenv"
 )
 
 // Environment of the container test's helper.
@@ -42,7 +43,7 @@ func init() {
 		if err := syscall.Setresuid(nobody, nobody, nobody); err != nil {
 			return clientFail("%v", err)
 		}
-		if err := refuseUserns(); err != nil {
+		if err := testenv.RefuseUserns(); err != nil {
 			return clientFail("%v", err)
 		}
 		args := strings.Split(os.Getenv(containerArgsEnv), "\t")

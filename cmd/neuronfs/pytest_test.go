@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 )
@@ -112,4 +114,39 @@ func guardedOutput(t *testing.T, cmd *exec.Cmd) (string, error) {
 	testutil.GuardProcess(t, cmd.Process.Pid)
 	err := cmd.Wait()
 	return buf.String(), err
+}
+
+// The plugin works inside what an unprivileged container gives (no
+// /dev/fuse, user namespaces refused by seccomp, uid nobody): its
+// `neuronfs run` picks the filter view (auto) and the suite passes.
+func TestPytestPluginContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root, to make the container's conditions")
+	}
+	py := pytestPython(t)
+	bin := binaryCopy(t, "neuronfs")
+	dir, err := filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pytest := []string{py, "-m", "pytest", "-p", "pytest_neuronfs", "-p", "no:cacheprovider", "-v",
+		"--neuron-instance", "trn2.3xlarge", "--neuronfs-arg=--log-level=error", "tests"}
+	cmd := exec.Command(bin, "__client", "ascontainer")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	cmd.Dir = dir
+	var env []string
+	for _, kv := range os.Environ() {
+		// nobody's daemon takes memfds, auto decides alone, and python is
+		// the guarded child.
+		if !strings.HasPrefix(kv, device.BackingEnv+"=") && !strings.HasPrefix(kv, hostViewEnv+"=") && !strings.HasPrefix(kv, exitguard.JoinEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "NEURONFS_AS_MAIN=1", containerArgsEnv+"="+strings.Join(pytest, "\t"),
+		"PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1", "NEURONFS_BIN="+bin, "HOME=/tmp")
+	out, err := guardedOutput(t, cmd)
+	if err != nil {
+		t.Fatalf("pytest in a container's conditions: %v\n%s", err, out)
+	}
+	wantPytestPassed(t, out)
 }
