@@ -263,3 +263,51 @@ func TestMatmulTranspose(t *testing.T) {
 		}
 	}
 }
+
+// Patterns that are not one run of adjacent elements walk their cursors:
+// a moving tile read every other element, two dimensions deep, into a
+// destination of two dimensions, accumulated onto values already there.
+func TestMatmulStrided(t *testing.T) {
+	const K, M, N = 5, 3, 12
+	g := GenV3
+	c := newCore(t)
+	var stat [K][]float64
+	var mov [K][]float64
+	for k := range K {
+		sv, mv := make([]float32, M), make([]float32, 2*N)
+		for m := range sv {
+			sv[m] = float32(k - m)
+		}
+		for n := range mv {
+			mv[n] = float32(n*(k+1)) * 0.5
+		}
+		stat[k] = c.putElems(DtypeBF16, 10+k, 0, sv)
+		mov[k] = c.putElems(DtypeBF16, 20+k, 0x40, mv)
+	}
+	for m := range M {
+		vs := make([]float32, N)
+		for n := range vs {
+			vs[n] = float32(100 * (m + 1))
+		}
+		c.put32s(PSUM, 7+m, 0, fp32s(vs...)...)
+	}
+	src := Tensor3D{Start: Addr(SBUF, 20, 0x40), Step: [3]int16{2, 8, 0}, Num: [3]uint16{4, 3, 1}}
+	dst := Tensor3D{Start: Addr(PSUM, 7, 0), Step: [3]int16{1, 4, 0}, Num: [3]uint16{4, 3, 1}}
+	lw := LdWeights{Src: contiguous(Addr(SBUF, 10, 0), M), InDtype: DtypeBF16, Rows: K, Cols: M, RowGrp: 1, ColGrp: 1}
+	mm := Matmul{Src: src, InDtype: DtypeBF16, Accum: AccumAdd, RowGrp: 1, ColGrp: 1, Dst: dst}
+	if r := c.runGen(g, PE, NewLdWeights(g, lw), NewMatmul(g, mm)); r.State != Halted || c.seqs[PE].Counts().NotEmulated != 0 {
+		t.Fatalf("%+v", r)
+	}
+	for m := range M {
+		got := c.get32s(PSUM, 7+m, 0, N)
+		for n := range N {
+			want := float64(100 * (m + 1))
+			for k := range K {
+				want += stat[k][m] * mov[k][2*n] // element n of the pattern is byte 4n: element 2n
+			}
+			if v := float64(math.Float32frombits(got[n])); v != want {
+				t.Errorf("dst[%d,%d] = %v, want %v", m, n, v, want)
+			}
+		}
+	}
+}

@@ -11,14 +11,28 @@ import "math"
 type peInput struct {
 	size uint32
 	load func([]byte) float32
+	run  func(xs []float32, b []byte) // len(xs) adjacent elements; nil: load each
 }
 
 var peInputs = map[Dtype]peInput{
-	DtypeBF16:  {2, dtypes[DtypeBF16].load},
-	DtypeFP16:  {2, dtypes[DtypeFP16].load},
-	DtypeFP32:  {4, dtypes[DtypeFP32].load},
-	DtypeFP8E4: {1, func(b []byte) float32 { return fp8Formats[DtypeFP8E4].decode(b[0]) }},
-	DtypeFP8E5: {1, func(b []byte) float32 { return fp8Formats[DtypeFP8E5].decode(b[0]) }},
+	DtypeBF16:  {2, dtypes[DtypeBF16].load, bf16Run},
+	DtypeFP16:  {2, dtypes[DtypeFP16].load, nil},
+	DtypeFP32:  {4, dtypes[DtypeFP32].load, nil},
+	DtypeFP8E4: {1, fp8Load(DtypeFP8E4), nil},
+	DtypeFP8E5: {1, fp8Load(DtypeFP8E5), nil},
+}
+
+func fp8Load(d Dtype) func([]byte) float32 {
+	f := fp8Formats[d]
+	return func(b []byte) float32 { return f.decode(b[0]) }
+}
+
+// bf16Run widens bf16s: a bf16 is an fp32's top half, NaN payloads kept.
+func bf16Run(xs []float32, b []byte) {
+	b = b[:2*len(xs)]
+	for j := range xs {
+		xs[j] = math.Float32frombits(uint32(le.Uint16(b[2*j:])) << 16)
+	}
 }
 
 // fp32_mode (NEURON_ISA_TPB_PE_FP32MODE, 59686003097 §4.3): an fp32

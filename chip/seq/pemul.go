@@ -1,5 +1,7 @@
 package seq
 
+import "math"
+
 // The PE's product: dst[m, n] (+)= Σ_k stat[k, m]·mov[k, n] in fp32, and
 // transpose mode, which copies the tile's elements instead.
 
@@ -76,17 +78,32 @@ func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int64, mem OnChi
 			mac(acc[m*cw:(m+1)*cw], w[m*t.rows:(m+1)*t.rows], pe.mov, cw)
 		}
 		for m := range t.cols {
-			b, c := outs[m], &pe.dc[m]
-			for _, v := range acc[m*cw : (m+1)*cw] {
-				if !start {
-					v += out.load(b[c.off:])
-				}
-				out.store(b[c.off:], v)
-				c.next()
-			}
+			pe.store(&outs[m], &pe.dc[m], acc[m*cw:(m+1)*cw], mm, out, start)
 		}
 	}
 	return false, nil
+}
+
+// store writes (start) or adds one output partition's columns at c.
+func (pe *peState) store(b *[]byte, c *cursor, acc []float32, mm *Matmul, out *dtypeInfo, start bool) {
+	if out.size == 4 && dim0Run(mm.Dst) { // fp32, adjacent: no cursor, no calls
+		d := (*b)[c.off:][:4*len(acc)]
+		for j, v := range acc {
+			if !start {
+				v += math.Float32frombits(le.Uint32(d[4*j:]))
+			}
+			le.PutUint32(d[4*j:], math.Float32bits(v))
+		}
+		c.skip(len(acc))
+		return
+	}
+	for _, v := range acc {
+		if !start {
+			v += out.load((*b)[c.off:])
+		}
+		out.store((*b)[c.off:], v)
+		c.next()
+	}
 }
 
 // loadMoving converts cw columns of the moving tile's rows partitions
@@ -95,8 +112,17 @@ func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int64, mem OnChi
 func (pe *peState) loadMoving(rows, cw int, mm *Matmul, movs *[Partitions][]byte, tk *ticker) bool {
 	in := peInputs[mm.InDtype]
 	round := fp32Rounds[mm.FP32Mode]
+	run := dim0Run(mm.Src)
 	for k := range rows {
 		row, c, xs := movs[k], &pe.mc[k], pe.mov[k*peChunk:k*peChunk+cw]
+		if run && round == nil { // one run of adjacent elements: no cursor
+			if tk.stoppedAfter(cw) {
+				return true
+			}
+			in.loadRun(xs, row[c.off:])
+			c.skip(cw)
+			continue
+		}
 		for j := range xs {
 			if tk.tick() {
 				return true
@@ -112,18 +138,45 @@ func (pe *peState) loadMoving(rows, cw int, mm *Matmul, movs *[Partitions][]byte
 	return false
 }
 
+// dim0Run is whether t's elements are one run of adjacent elements.
+func dim0Run(t Tensor3D) bool { return t.Step[0] == 1 && int64(t.Num[0]) == t.elems() }
+
+// loadRun converts len(xs) adjacent elements from b.
+func (in peInput) loadRun(xs []float32, b []byte) {
+	if in.run != nil {
+		in.run(xs, b)
+		return
+	}
+	for j := range xs {
+		xs[j] = in.load(b[uint32(j)*in.size:])
+	}
+}
+
+// skip moves a dim-0 run's cursor n elements on.
+func (c *cursor) skip(n int) {
+	c.off += int64(n) * int64(c.t.Step[0]) * c.sz
+	c.k[0] += uint16(n)
+}
+
+// stoppedAfter counts n elements; true when the run was stopped.
+func (t *ticker) stoppedAfter(n int) bool {
+	if t.left -= n; t.left > 0 {
+		return false
+	}
+	t.left = checkEvery
+	return t.r.stopped()
+}
+
 // mac sets acc[j] = Σ_k w[k]·mov[k*peChunk+j], adding k in order, four
 // rows a pass so acc is loaded and stored a quarter as often (the sums'
-// order, hence their rounding, is unchanged).
+// order, hence their rounding, is unchanged; eight rows spill registers).
 func mac(acc, w, mov []float32, cw int) {
 	clear(acc)
+	row := func(k int) []float32 { return mov[k*peChunk : k*peChunk+cw][:len(acc)] }
 	k := 0
 	for ; k+4 <= len(w); k += 4 {
 		w0, w1, w2, w3 := w[k], w[k+1], w[k+2], w[k+3]
-		x0 := mov[k*peChunk : k*peChunk+cw]
-		x1 := mov[(k+1)*peChunk : (k+1)*peChunk+cw]
-		x2 := mov[(k+2)*peChunk : (k+2)*peChunk+cw]
-		x3 := mov[(k+3)*peChunk : (k+3)*peChunk+cw]
+		x0, x1, x2, x3 := row(k), row(k+1), row(k+2), row(k+3)
 		for j := range acc {
 			a := acc[j] + float32(w0*x0[j])
 			a += float32(w1 * x1[j])
@@ -132,7 +185,7 @@ func mac(acc, w, mov []float32, cw int) {
 		}
 	}
 	for ; k < len(w); k++ {
-		wk, x := w[k], mov[k*peChunk:k*peChunk+cw]
+		wk, x := w[k], row(k)
 		for j := range acc {
 			acc[j] += float32(wk * x[j])
 		}
