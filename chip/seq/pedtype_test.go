@@ -311,3 +311,45 @@ func TestMatmulStrided(t *testing.T) {
 		}
 	}
 }
+
+// A product large enough to be shared among goroutines (macSplit) gives
+// every output partition its own sum: 128 columns, so every share is
+// checked against a float64 reference (tolerance as TestMatmul's).
+func TestMatmulSplit(t *testing.T) {
+	const K, M, N = 64, 128, 80
+	g := GenV4
+	c := newCore(t)
+	var stat, mov [K][]float64
+	for k := range K {
+		sv, mv := make([]float32, M), make([]float32, N)
+		for m := range sv {
+			sv[m] = float32(math.Sin(float64(k*M+m) * 0.11))
+		}
+		for n := range mv {
+			mv[n] = float32(math.Cos(float64(k*N+n) * 0.07))
+		}
+		stat[k] = c.putElems(DtypeBF16, k, 0, sv)
+		mov[k] = c.putElems(DtypeBF16, k, 0x400, mv)
+	}
+	lw := LdWeights{Src: contiguous(Addr(SBUF, 0, 0), M), InDtype: DtypeBF16, Rows: K, Cols: M, RowGrp: 15, ColGrp: 15}
+	mm := Matmul{Src: contiguous(Addr(SBUF, 0, 0x400), N), InDtype: DtypeBF16, OutDtype: DtypeFP32, Accum: AccumStart | AccumStop,
+		RowGrp: 15, ColGrp: 15, Dst: contiguous(Addr(PSUM, 0, 0), N)}
+	if r := c.runGen(g, PE, NewLdWeights(g, lw), NewMatmul(g, mm)); r.State != Halted || c.seqs[PE].Counts().NotEmulated != 0 {
+		t.Fatalf("%+v", r)
+	}
+	bad := 0
+	for m := range M {
+		got := c.get32s(PSUM, m, 0, N)
+		for n := range N {
+			var want, mag float64
+			for k := range K {
+				p := stat[k][m] * mov[k][n]
+				want, mag = want+p, mag+math.Abs(p)
+			}
+			if v := float64(math.Float32frombits(got[n])); !(math.Abs(v-want) <= (K+1)*0x1p-24*mag) && bad < 5 {
+				bad++
+				t.Errorf("dst[%d,%d] = %v, want %v", m, n, v, want)
+			}
+		}
+	}
+}

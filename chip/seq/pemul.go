@@ -1,6 +1,10 @@
 package seq
 
-import "math"
+import (
+	"math"
+	"runtime"
+	"sync"
+)
 
 // The PE's product: dst[m, n] (+)= Σ_k stat[k, m]·mov[k, n] in fp32, and
 // transpose mode, which copies the tile's elements instead.
@@ -74,9 +78,7 @@ func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int64, mem OnChi
 			return true, nil
 		}
 		acc := pe.acc[:t.cols*cw]
-		for m := range t.cols {
-			mac(acc[m*cw:(m+1)*cw], w[m*t.rows:(m+1)*t.rows], pe.mov, cw)
-		}
+		macSplit(acc, w, pe.mov, t.rows, t.cols, cw)
 		for m := range t.cols {
 			pe.store(&outs[m], &pe.dc[m], acc[m*cw:(m+1)*cw], mm, out, start)
 		}
@@ -165,6 +167,39 @@ func (t *ticker) stoppedAfter(n int) bool {
 	}
 	t.left = checkEvery
 	return t.r.stopped()
+}
+
+// peSplit is the least work (multiply-adds) a chunk is shared out for,
+// and peSplitCols the fewest output partitions one goroutine takes.
+const (
+	peSplit     = 1 << 18
+	peSplitCols = 32
+)
+
+// macSplit computes the chunk's cols output partitions, shared among up
+// to GOMAXPROCS goroutines by output partition (as the host's GEMM
+// shares its blocks): each sum is still one goroutine's, k in order, so
+// the result does not depend on the split.
+func macSplit(acc, w, mov []float32, rows, cols, cw int) {
+	parts := min(runtime.GOMAXPROCS(0), cols/peSplitCols)
+	if rows*cols*cw < peSplit || parts < 2 {
+		parts = 1
+	}
+	span := (cols + parts - 1) / parts
+	var wg sync.WaitGroup
+	for m0 := 0; m0 < cols; m0 += span {
+		do := func() {
+			for m := m0; m < min(m0+span, cols); m++ {
+				mac(acc[m*cw:(m+1)*cw], w[m*rows:(m+1)*rows], mov, cw)
+			}
+		}
+		if m0+span >= cols { // the last share runs here
+			do()
+			break
+		}
+		wg.Go(do)
+	}
+	wg.Wait()
 }
 
 // mac sets acc[j] = Σ_k w[k]·mov[k*peChunk+j], adding k in order, four
