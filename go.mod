@@ -8,3 +8,5 @@ require (
 	github.com/sirupsen/logrus v1.10.2
 	golang.org/x/sys v0.50.0
 )
+
+require gonum.org/v1/gonum v0.17.0

@@ -43,6 +43,11 @@ for ((i = 0; i < count; i++)); do
 		NEURONFS_FUSE_TRANSPORT=$transport go test ./fs -run '^$' -bench '^BenchmarkOpenClose$' -benchtime 5000x -count 1 | label | tee -a "$raw"
 	done
 done
+# The compute records next to their floors (gonum's Sgemm, a Go loop over
+# the same bytes), one count at a time so both see the same minute.
+for _ in $(seq "$count"); do
+	go test ./chip/seq -run '^$' -bench '^(BenchmarkMatmul|BenchmarkElementwise)$' -count 1 | tee -a "$raw"
+done
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
 # A Go test's testbed: New plus one command's first ioctl, then the teardown.
 go test ./testbed -run '^$' -bench '^BenchmarkNewCommandTeardown$' -benchtime 10x -count "$count" | tee -a "$raw"
@@ -73,6 +78,7 @@ table=$("$benchstat" -col /impl -filter '.name:Ioctl' "$raw"; echo
 	"$benchstat" -col /impl -filter '.name:RunWorkload' "$raw"; echo
 	"$benchstat" -filter '.name:ChardevOpenStorm' "$raw"; echo
 	"$benchstat" -filter '.name:MountReady' "$raw"; echo
+	"$benchstat" -col /impl -filter '.name:(Matmul OR Elementwise)' "$raw"; echo
 	scripts/transport-ratios.sh "$raw")
 echo "$table"
 if [ "${1:-}" = "--save" ]; then

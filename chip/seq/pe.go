@@ -1,21 +1,29 @@
 package seq
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
-// The PE's execution: the latched tiles and the product (the records
-// themselves are in perecord.go).
+// The PE's execution: the latched tiles and the records' checks (the
+// records themselves are in perecord.go, the product in pemul.go).
 
-// peTile is one latched stationary tile: w[k*Partitions+m].
+// peTile is one latched stationary tile: w[k*Partitions+m] as the MAC
+// takes it, bits the element's raw bytes (transpose mode copies them).
 type peTile struct {
 	rows, cols int
+	dtype      Dtype
 	w          [Partitions * Partitions]float32
+	bits       [Partitions * Partitions]uint32
 }
 
 // peState is the PE's state across records and runs: its latched tiles
-// by quadrant masks, and a scratch accumulator reused by every MATMUL.
+// by quadrant masks, and scratch reused by every MATMUL.
 type peState struct {
 	tiles  map[uint16]*peTile // nil entry: the last load there was not emulated
 	acc    []float32          // Partitions × peChunk
+	mov    []float32          // Partitions × peChunk: the moving chunk in fp32
+	w      []float32          // the tile as this MATMUL's fp32_mode rounds it
 	mc, dc [Partitions]cursor // each moving and destination partition's place
 }
 
@@ -45,14 +53,28 @@ func (r *run) peLayout() *peLayout {
 	return peLayouts[g]
 }
 
-// peDtype is the validators' dtype rule for a PE operand, and whether
-// this package computes it: bf16 and fp16 exactly; fp32 (two passes,
-// G-PE4) and fp8 are counted.
+// peDtype is the validators' dtype rule for a PE operand (any valid
+// dtype but FP32R), and whether this package multiplies it (peInputs).
 func peDtype(d Dtype) (computed bool, err error) {
 	if _, ok := d.info(); !ok || d == DtypeFP32R {
 		return false, fmt.Errorf("%w: PE dtype %v", ErrOperand, d)
 	}
-	return d == DtypeBF16 || d == DtypeFP16, nil
+	_, computed = peInputs[d]
+	return computed, nil
+}
+
+// checkLdWeights applies the validators' rules to an LDWEIGHTS.
+func checkLdWeights(w *LdWeights) (computed bool, err error) {
+	computed, err = peDtype(w.InDtype)
+	switch {
+	case err != nil:
+		return false, err
+	case w.Rows == 0 || w.Rows > Partitions || w.Cols == 0 || w.Cols > Partitions:
+		return false, fmt.Errorf("%w: LDWEIGHTS %d rows, %d columns", ErrOperand, w.Rows, w.Cols)
+	case !quadrants(w.RowGrp) || !quadrants(w.ColGrp):
+		return false, fmt.Errorf("%w: LDWEIGHTS row_grp %#x, col_grp %#x", ErrOperand, w.RowGrp, w.ColGrp)
+	}
+	return computed, nil
 }
 
 // ldWeights runs an LDWEIGHTS record.
@@ -66,14 +88,9 @@ func (r *run) ldWeights(rec *Record) (skipped string, stopped bool, err error) {
 	if mem == nil {
 		return "no on-chip memory", false, nil
 	}
-	computed, err := peDtype(w.InDtype)
-	switch {
-	case err != nil:
+	computed, err := checkLdWeights(&w)
+	if err != nil {
 		return "", false, err
-	case w.Rows == 0 || w.Rows > Partitions || w.Cols == 0 || w.Cols > Partitions:
-		return "", false, fmt.Errorf("%w: LDWEIGHTS %d rows, %d columns", ErrOperand, w.Rows, w.Cols)
-	case !quadrants(w.RowGrp) || !quadrants(w.ColGrp):
-		return "", false, fmt.Errorf("%w: LDWEIGHTS row_grp %#x, col_grp %#x", ErrOperand, w.RowGrp, w.ColGrp)
 	}
 	src, ok, err := r.placeTensor(w.Src.t4(), w.InDtype, int(w.Rows), mem)
 	if err != nil {
@@ -90,8 +107,8 @@ func (r *run) ldWeights(rec *Record) (skipped string, stopped bool, err error) {
 		why = "indirect address"
 	case !computed:
 		why = w.InDtype.String()
-	case w.Transpose != 0 || w.PerfOpt != 0 || w.BgXpose != 0 || w.Flags != 0:
-		why = "transpose, perf or flags mode"
+	case w.PerfOpt != 0 || w.BgXpose != 0 || w.Flags != 0:
+		why = "perf, background transpose or flags mode"
 	case w.Src.elems() != int64(w.Cols):
 		why = "source elements other than num_active_cols" // G-PE3
 	}
@@ -104,24 +121,64 @@ func (r *run) ldWeights(rec *Record) (skipped string, stopped bool, err error) {
 		t = new(peTile)
 		r.pe.tiles[key] = t
 	}
-	t.rows, t.cols = int(w.Rows), int(w.Cols)
-	in := &dtypes[w.InDtype]
+	return "", false, t.latch(&w, src, mem)
+}
+
+// latch reads the tile; transpose_mode needs nothing more of the load
+// (the MATMUL's own byte says how the tile is used, G-PE9).
+func (t *peTile) latch(w *LdWeights, src place, mem OnChip) error {
+	t.rows, t.cols, t.dtype = int(w.Rows), int(w.Cols), w.InDtype
+	in := peInputs[w.InDtype]
 	for k := range t.rows {
 		b, err := src.part(mem, k, false)
 		if err != nil {
-			return "", false, err
+			return err
 		}
 		c := newCursor(w.Src.t4(), src)
 		for m := range t.cols {
-			t.w[k*Partitions+m] = in.load(b[c.off:])
+			e := b[c.off:]
+			t.w[k*Partitions+m] = in.load(e)
+			t.bits[k*Partitions+m] = rawBits(e, in.size)
 			c.next()
 		}
 	}
-	return "", false, nil
+	return nil
+}
+
+// rawBits is the little-endian element of size bytes at b.
+func rawBits(b []byte, size uint32) uint32 {
+	switch size {
+	case 1:
+		return uint32(b[0])
+	case 2:
+		return uint32(le.Uint16(b))
+	}
+	return le.Uint32(b)
 }
 
 // validAccum is the accumulate byte's legal set {0, 1, 2, 3, 4, 6}.
 func validAccum(a uint8) bool { return a <= 6 && a != 5 }
+
+// checkMatmul applies the validators' rules to a MATMUL of generation
+// layout l.
+func checkMatmul(mm *Matmul, l *peLayout) (computed bool, err error) {
+	computed, err = peDtype(mm.InDtype)
+	switch {
+	case err != nil:
+		return false, err
+	case !validAccum(mm.Accum):
+		return false, fmt.Errorf("%w: MATMUL accumulate flags %#x", ErrOperand, mm.Accum)
+	case !quadrants(mm.RowGrp) || !quadrants(mm.ColGrp):
+		return false, fmt.Errorf("%w: MATMUL row_grp %#x, col_grp %#x", ErrOperand, mm.RowGrp, mm.ColGrp)
+	case !slices.Contains(l.mmOuts, mm.OutDtype):
+		return false, fmt.Errorf("%w: MATMUL output %v", ErrOperand, mm.OutDtype)
+	case !validFP32Mode(mm.InDtype, mm.FP32Mode):
+		return false, fmt.Errorf("%w: MATMUL %v input with fp32_mode %d", ErrOperand, mm.InDtype, mm.FP32Mode)
+	case mm.ZeroRegion > 3:
+		return false, fmt.Errorf("%w: MATMUL psum_zero_region %d", ErrOperand, mm.ZeroRegion)
+	}
+	return computed, nil
+}
 
 // matmul runs a MATMUL record.
 func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
@@ -134,16 +191,9 @@ func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
 	if mem == nil {
 		return "no on-chip memory", false, nil
 	}
-	computed, err := peDtype(mm.InDtype)
-	switch {
-	case err != nil:
+	computed, err := checkMatmul(&mm, l)
+	if err != nil {
 		return "", false, err
-	case !validAccum(mm.Accum):
-		return "", false, fmt.Errorf("%w: MATMUL accumulate flags %#x", ErrOperand, mm.Accum)
-	case !quadrants(mm.RowGrp) || !quadrants(mm.ColGrp):
-		return "", false, fmt.Errorf("%w: MATMUL row_grp %#x, col_grp %#x", ErrOperand, mm.RowGrp, mm.ColGrp)
-	case mm.OutDtype != 0 && mm.OutDtype != DtypeFP32 && mm.OutDtype != DtypeBF16:
-		return "", false, fmt.Errorf("%w: MATMUL output %v", ErrOperand, mm.OutDtype)
 	}
 	var t *peTile
 	if r.pe != nil {
@@ -160,7 +210,7 @@ func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	dst, ok2, err := r.placeTensor(mm.Dst.t4(), DtypeFP32, t.cols, mem)
+	dst, ok2, err := r.placeTensor(mm.Dst.t4(), mm.outDtype(t), t.cols, mem)
 	switch {
 	case err != nil:
 		return "", false, err
@@ -168,75 +218,44 @@ func (r *run) matmul(rec *Record) (skipped string, stopped bool, err error) {
 		return "", false, fmt.Errorf("%w: MATMUL writes %v", ErrOperand, dst.g)
 	case !ok1 || !ok2:
 		return "indirect address", false, nil
-	case !computed:
-		return mm.InDtype.String(), false, nil
-	case mm.OutDtype == DtypeBF16:
-		return mm.OutDtype.String(), false, nil
-	case mm.Transpose != 0 || mm.PerfOpt != 0 || mm.Flags != 0 || mm.FP32Mode != 0:
-		return "transpose, perf, fp32 or flags mode", false, nil
 	}
-	stopped, err = r.multiply(t, &mm, src, dst, n, mem)
+	if why := mm.notEmulated(computed, t); why != "" {
+		return why, false, nil
+	}
+	if mm.Transpose != 0 {
+		stopped, err = r.transpose(t, &mm, src, dst, n, mem)
+	} else {
+		stopped, err = r.multiply(t, &mm, src, dst, n, mem)
+	}
 	return "", stopped, err
 }
 
-// peChunk is how many moving columns a MATMUL accumulates at a time:
-// the scratch stays 128×peChunk fp32 however many elements a pattern
-// names (a record may name 2^48).
-const peChunk = 512
+// outDtype is what the MATMUL writes to PSUM: in transpose mode the
+// tile's own dtype (NKI nc_transpose: the output has the data's dtype),
+// otherwise out_dtype, 0 meaning fp32.
+func (mm *Matmul) outDtype(t *peTile) Dtype {
+	switch {
+	case mm.Transpose != 0:
+		return t.dtype
+	case mm.OutDtype == 0:
+		return DtypeFP32
+	}
+	return mm.OutDtype
+}
 
-// multiply accumulates stat·mov over the K partitions in fp32, k in
-// order (G-PE7), peChunk columns at a time, then writes or adds those
-// columns of the M×N result to PSUM.
-func (r *run) multiply(t *peTile, mm *Matmul, src, dst place, n int64, mem OnChip) (stopped bool, err error) {
-	pe := r.pe
-	if pe.acc == nil {
-		pe.acc = make([]float32, Partitions*peChunk)
+// notEmulated is why a valid MATMUL is counted rather than computed, ""
+// if it is computed.
+func (mm *Matmul) notEmulated(computed bool, t *peTile) string {
+	switch {
+	case !computed:
+		return mm.InDtype.String()
+	case mm.PerfOpt != 0 || mm.Flags != 0:
+		return "perf or flags mode"
+	case mm.Transpose != 0:
+		return ""
+	case t.dtype == DtypeFP32 && fp32Rounds[mm.FP32Mode] == nil,
+		mm.InDtype == DtypeFP32 && fp32Rounds[mm.FP32Mode] == nil:
+		return fmt.Sprintf("fp32_mode %d", mm.FP32Mode)
 	}
-	var movs, outs [Partitions][]byte
-	for k := range t.rows {
-		if movs[k], err = src.part(mem, k, false); err != nil {
-			return false, err
-		}
-		pe.mc[k] = newCursor(mm.Src.t4(), src)
-	}
-	for m := range t.cols {
-		if outs[m], err = dst.part(mem, m, true); err != nil {
-			return false, err
-		}
-		pe.dc[m] = newCursor(mm.Dst.t4(), dst)
-	}
-	in, f32 := &dtypes[mm.InDtype], &dtypes[DtypeFP32]
-	start := mm.Accum&AccumStart != 0
-	tk := r.ticker()
-	for n0 := int64(0); n0 < n; n0 += peChunk {
-		w := int(min(peChunk, n-n0))
-		acc := pe.acc[:t.cols*w]
-		clear(acc)
-		for k := range t.rows {
-			row, c := movs[k], &pe.mc[k]
-			ws := t.w[k*Partitions : k*Partitions+t.cols]
-			for j := range w {
-				if tk.tick() {
-					return true, nil
-				}
-				x := in.load(row[c.off:])
-				c.next()
-				for m, wm := range ws {
-					acc[m*w+j] += wm * x
-				}
-			}
-		}
-		for m := range t.cols {
-			b, c := outs[m], &pe.dc[m]
-			for j := range w {
-				v := acc[m*w+j]
-				if !start {
-					v += f32.load(b[c.off:])
-				}
-				f32.store(b[c.off:], v)
-				c.next()
-			}
-		}
-	}
-	return false, nil
+	return ""
 }

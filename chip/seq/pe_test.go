@@ -111,10 +111,11 @@ func TestMatmulLatchPerGroup(t *testing.T) {
 func TestMatmulV3Offsets(t *testing.T) {
 	r := NewRecord(OpMatmul)
 	r.putTensor3D(16, contiguous(0x100, 4))
-	r[32], r[33], r[34], r[35], r[40], r[43], r[44], r[45] = byte(DtypeFP16), 0, 1, 2, byte(DtypeFP32), 3, 4, 8
+	r[32], r[33], r[34], r[35], r[40], r[43], r[44], r[45], r[47] = byte(DtypeFP16), 0, 1, 2, byte(DtypeFP32), 3, 4, 8, 2
 	r.putTensor3D(48, contiguous(Addr(PSUM, 1, 0), 4))
 	mm := r.matmul(peLayouts[GenV3])
-	want := Matmul{Src: contiguous(0x100, 4), InDtype: DtypeFP16, Transpose: 1, PerfOpt: 2, OutDtype: DtypeFP32, Accum: 3, RowGrp: 4, ColGrp: 8, Dst: contiguous(Addr(PSUM, 1, 0), 4)}
+	want := Matmul{Src: contiguous(0x100, 4), InDtype: DtypeFP16, Transpose: 1, PerfOpt: 2, OutDtype: DtypeFP32, Accum: 3, RowGrp: 4, ColGrp: 8,
+		ZeroRegion: 2, Dst: contiguous(Addr(PSUM, 1, 0), 4)}
 	if mm != want {
 		t.Errorf("%+v, want %+v", mm, want)
 	}
@@ -140,6 +141,10 @@ func TestMatmulValidation(t *testing.T) {
 		"out dtype":    func(m *Matmul) { m.OutDtype = DtypeInt8 },
 		"counts":       func(m *Matmul) { m.Dst.Num[0] = 3 },
 		"into SBUF":    func(m *Matmul) { m.Dst.Start = 0x400 },
+		"bf16 out V3":  func(m *Matmul) { m.OutDtype = DtypeBF16 },
+		"fp32 mode":    func(m *Matmul) { m.FP32Mode = FP32ModeLow },
+		"no fp32 mode": func(m *Matmul) { m.InDtype = DtypeFP32 },
+		"zero region":  func(m *Matmul) { m.ZeroRegion = 4 },
 	} {
 		c := newCore(t)
 		m := base
@@ -149,10 +154,10 @@ func TestMatmulValidation(t *testing.T) {
 		}
 	}
 	for name, recs := range map[string][]*Record{
-		"no latch":   {NewMatmul(g, base)},
-		"other grp":  {lw, NewMatmul(g, Matmul{Src: base.Src, InDtype: DtypeBF16, RowGrp: 1, ColGrp: 1, Dst: base.Dst})},
-		"fp32 input": {lw, NewMatmul(g, Matmul{Src: base.Src, InDtype: DtypeFP32, FP32Mode: 3, RowGrp: 15, ColGrp: 15, Dst: base.Dst})},
-		"fp8 weights": {NewLdWeights(g, LdWeights{Src: contiguous(0, 2), InDtype: DtypeFP8E4, Rows: 2, Cols: 2, RowGrp: 15, ColGrp: 15}),
+		"no latch":  {NewMatmul(g, base)},
+		"other grp": {lw, NewMatmul(g, Matmul{Src: base.Src, InDtype: DtypeBF16, RowGrp: 1, ColGrp: 1, Dst: base.Dst})},
+		"fp32 High": {lw, NewMatmul(g, Matmul{Src: base.Src, InDtype: DtypeFP32, FP32Mode: FP32ModeHigh, RowGrp: 15, ColGrp: 15, Dst: base.Dst})},
+		"fp8 e3m4 weights": {NewLdWeights(g, LdWeights{Src: contiguous(0, 2), InDtype: DtypeFP8E3, Rows: 2, Cols: 2, RowGrp: 15, ColGrp: 15}),
 			NewMatmul(g, base)},
 	} {
 		c := newCore(t)

@@ -22,6 +22,9 @@ type peLayout struct {
 	// MATMUL.
 	mmSrc, mmInDtype, mmFP32Mode, mmTranspose, mmPerfOpt    int
 	mmOutDtype, mmFlags, mmAccum, mmRowGrp, mmColGrp, mmDst int
+	mmZeroRegion                                            int
+	// mmOuts are the output dtypes the validators admit (0 is fp32).
+	mmOuts []Dtype
 	// LDWEIGHTS.
 	lwSrc, lwInDtype, lwTranspose, lwPerfOpt, lwRows, lwCols int
 	lwRowGrp, lwColGrp, lwBgXpose, lwFlags                   int
@@ -31,18 +34,21 @@ var peLayouts = map[Generation]*peLayout{
 	GenV2: {
 		mmSrc: 16, mmInDtype: 32, mmFP32Mode: 33, mmTranspose: -1, mmPerfOpt: 35,
 		mmOutDtype: -1, mmFlags: -1, mmAccum: 43, mmRowGrp: 44, mmColGrp: 45, mmDst: 48,
+		mmZeroRegion: 47, mmOuts: []Dtype{0},
 		lwSrc: 16, lwInDtype: 32, lwTranspose: -1, lwPerfOpt: 35, lwRows: 38, lwCols: 39,
 		lwRowGrp: 44, lwColGrp: 45, lwBgXpose: -1, lwFlags: -1,
 	},
 	GenV3: {
 		mmSrc: 16, mmInDtype: 32, mmFP32Mode: 33, mmTranspose: 34, mmPerfOpt: 35,
 		mmOutDtype: 40, mmFlags: -1, mmAccum: 43, mmRowGrp: 44, mmColGrp: 45, mmDst: 48,
+		mmZeroRegion: 47, mmOuts: []Dtype{0, DtypeFP32},
 		lwSrc: 16, lwInDtype: 32, lwTranspose: 34, lwPerfOpt: 35, lwRows: 38, lwCols: 39,
 		lwRowGrp: 44, lwColGrp: 45, lwBgXpose: -1, lwFlags: -1,
 	},
 	GenV4: {
 		mmSrc: 16, mmInDtype: 32, mmFP32Mode: 33, mmTranspose: 34, mmPerfOpt: 35,
 		mmOutDtype: 40, mmFlags: 42, mmAccum: 43, mmRowGrp: 44, mmColGrp: 45, mmDst: 48,
+		mmZeroRegion: 47, mmOuts: []Dtype{0, DtypeFP32, DtypeBF16},
 		lwSrc: 16, lwInDtype: 32, lwTranspose: 34, lwPerfOpt: 35, lwRows: 38, lwCols: 39,
 		lwRowGrp: 44, lwColGrp: 45, lwBgXpose: 12, lwFlags: 47,
 	},

@@ -30,6 +30,7 @@ type Matmul struct {
 	Flags          uint8 // V4 MATMUL_FLAGS
 	Accum          uint8 // psum_accumulate_flags
 	RowGrp, ColGrp uint8
+	ZeroRegion     uint8    // psum_zero_region: 1, 2, 4 or 8 banks (0..3)
 	Dst            Tensor3D // PSUM
 }
 
@@ -46,7 +47,7 @@ func (r *Record) matmul(l *peLayout) Matmul {
 		Src: r.tensor3D(l.mmSrc), InDtype: Dtype(r[l.mmInDtype]), FP32Mode: r[l.mmFP32Mode],
 		Transpose: r.byteAt(l.mmTranspose), PerfOpt: r.byteAt(l.mmPerfOpt), OutDtype: Dtype(r.byteAt(l.mmOutDtype)),
 		Flags: r.byteAt(l.mmFlags), Accum: r[l.mmAccum], RowGrp: r[l.mmRowGrp], ColGrp: r[l.mmColGrp],
-		Dst: r.tensor3D(l.mmDst),
+		ZeroRegion: r.byteAt(l.mmZeroRegion), Dst: r.tensor3D(l.mmDst),
 	}
 }
 
@@ -74,6 +75,7 @@ func NewMatmul(g Generation, m Matmul) *Record {
 	r.setByteAt(l.mmPerfOpt, m.PerfOpt)
 	r.setByteAt(l.mmOutDtype, byte(m.OutDtype))
 	r.setByteAt(l.mmFlags, m.Flags)
+	r.setByteAt(l.mmZeroRegion, m.ZeroRegion)
 	return r
 }
 
