@@ -183,7 +183,12 @@ const (
 func macSplit(acc, w, mov []float32, rows, cols, cw int) {
 	parts := min(runtime.GOMAXPROCS(0), cols/peSplitCols)
 	if rows*cols*cw < peSplit || parts < 2 {
-		parts = 1
+		// Here, not in a closure: one that goroutines may run escapes,
+		// and would cost every chunk of every MATMUL two allocations.
+		for m := range cols {
+			mac(acc[m*cw:(m+1)*cw], w[m*rows:(m+1)*rows], mov, cw)
+		}
+		return
 	}
 	span := (cols + parts - 1) / parts
 	var wg sync.WaitGroup
