@@ -37,8 +37,7 @@ func parseBlocked(b []byte) []BlockedCore {
 		line := sc.Text()
 		if !strings.HasPrefix(line, " ") {
 			cur = nil
-			var dev, core int
-			if n, _ := fmt.Sscanf(line, "neuron%d core %d:", &dev, &core); n == 2 && strings.Contains(line, ": blocked") {
+			if dev, core, ok := coreHeader(line); ok && strings.Contains(line, ": blocked") {
 				out = append(out, BlockedCore{Device: dev, Core: core})
 				cur = &out[len(out)-1]
 			}
@@ -81,7 +80,8 @@ func parseNotEmulated(b []byte) []NotEmulatedCore {
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, " ") {
-			if n, err := fmt.Sscanf(line, "neuron%d core %d:", &dev, &core); n != 2 || err != nil {
+			var ok bool
+			if dev, core, ok = coreHeader(line); !ok {
 				dev, core = -1, -1
 			}
 			continue
@@ -101,4 +101,13 @@ func parseNotEmulated(b []byte) []NotEmulatedCore {
 		}
 	}
 	return out
+}
+
+// coreHeader reads a core's header line, "neuronD core C:", exactly as
+// the daemon writes it (Sscanf alone would take other spacing and signs).
+func coreHeader(line string) (dev, core int, ok bool) {
+	if n, _ := fmt.Sscanf(line, "neuron%d core %d:", &dev, &core); n != 2 {
+		return 0, 0, false
+	}
+	return dev, core, strings.HasPrefix(line, fmt.Sprintf("neuron%d core %d:", dev, core))
 }

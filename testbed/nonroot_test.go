@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/neuronfs/neuronfs/device"
 	"github.com/neuronfs/neuronfs/fs/testutil"
 	"github.com/neuronfs/neuronfs/internal/exitguard"
 	"github.com/neuronfs/neuronfs/internal/testenv"
@@ -132,8 +133,9 @@ func TestNewAsNobody(t *testing.T) {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
+		// Not the suite's memory backing: its directory is root's.
 		if !strings.HasPrefix(kv, exitguard.JoinEnv+"=") && !strings.HasPrefix(kv, "NEURONFS_REQUIRE_FUSE=") &&
-			!strings.HasPrefix(kv, testbed.SkipEnv+"=") {
+			!strings.HasPrefix(kv, testbed.SkipEnv+"=") && !strings.HasPrefix(kv, device.BackingEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -210,7 +212,7 @@ func TestKilledBinaryAsNobodyLeavesNothing(t *testing.T) {
 	helper := exec.Command(bin, "-test.run", "^TestKilledHelper$", "-test.v")
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, exitguard.JoinEnv+"=") {
+		if !strings.HasPrefix(kv, exitguard.JoinEnv+"=") && !strings.HasPrefix(kv, device.BackingEnv+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -1,5 +1,7 @@
 package trace
 
+import "sync/atomic"
+
 // A command traced from its start is started by a launcher, neuronfs
 // itself re-executed, which waits for the probe to follow it and then
 // execs the command. The launcher is a Go program: its runtime's threads
@@ -12,6 +14,7 @@ package trace
 // launcherState follows one launcher (the assembler's goroutine only).
 type launcherState struct {
 	tgid     int
+	started  atomic.Uint64 // CLOCK_MONOTONIC ns by which the launcher ran its own program (LauncherStarted)
 	execd    bool
 	children map[int]bool // the command's threads: forked after the exec
 }
@@ -25,6 +28,11 @@ func (a *assembler) dropLauncher(e rawEvent) bool {
 	}
 	switch e.kind {
 	case kindExec:
+		// The launcher's own start, when the probe is in time to see
+		// it: its threads come after, still the launcher's.
+		if m := l.started.Load(); !l.execd && (m == 0 || e.ts < m) {
+			return true
+		}
 		l.execd = true
 	case kindFork:
 		if int(e.args[1]) != e.tgid { // a process, not a thread
@@ -35,11 +43,17 @@ func (a *assembler) dropLauncher(e rawEvent) bool {
 		}
 		l.children[int(e.args[0])] = true
 	case kindDeath:
-		// The process's end, and its main thread, are the command's.
-		if e.args[0] == 0 || e.tid == e.tgid {
+		// The process's end is the command's; before the command's exec
+		// every thread's end is the launcher's (a Go program may exec from
+		// another thread, which ends the old leader); after it, the main
+		// thread and the threads forked since are the command's.
+		if e.args[0] == 0 {
 			return false
 		}
-		return !l.children[e.tid]
+		if !l.execd {
+			return true
+		}
+		return e.tid != e.tgid && !l.children[e.tid]
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,11 +104,23 @@ func driverFacts(root string) (version, arch, instance string) {
 // now on).
 func (s *Session) Add(pid int) error { return s.probe.Add(pid) }
 
-// AddLauncher is Add for a launcher that will exec the command to trace:
-// its own threads are left out of the trace (launcher.go).
+// AddLauncher is Add for a launcher that will exec the command to trace
+// once told to: its own threads, and its own start if the probe sees it,
+// are left out of the trace (launcher.go). Call LauncherStarted once the
+// launcher says it runs, before telling it to exec.
 func (s *Session) AddLauncher(pid int) error {
 	s.asm.launcher.Store(&launcherState{tgid: pid, children: map[int]bool{}})
 	return s.probe.Add(pid)
+}
+
+// LauncherStarted marks the moment the launcher of AddLauncher is known
+// to run its own program: an exec of it before then is its own start.
+func (s *Session) LauncherStarted() {
+	if l := s.asm.launcher.Load(); l != nil {
+		var now unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		l.started.Store(uint64(now.Nano()))
+	}
 }
 
 // pollInterval is how often the reader looks for events the probe did not

@@ -174,7 +174,9 @@ func TestRunSupervisorStalledOpensBounded(t *testing.T) {
 func TestRunSupervisorStalledOpenContinues(t *testing.T) {
 	testutilRequireFUSE(t)
 	bin := clientCopy(t)
-	cmd := neuronfs(t, "run", "--instance=trn1.2xlarge", "--uid=0", "--gid=0", "--", bin, "__client", "fusestall")
+	// The daemon says so in its log, never on CMD's streams.
+	logFile := filepath.Join(t.TempDir(), "daemon.log")
+	cmd := neuronfs(t, "run", "--instance=trn1.2xlarge", "--uid=0", "--gid=0", "--log-file="+logFile, "--", bin, "__client", "fusestall")
 	cmd.Env = append(cmd.Env, stallHoldEnv+"=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -182,7 +184,8 @@ func TestRunSupervisorStalledOpenContinues(t *testing.T) {
 	if got := string(out); err != nil || !strings.HasPrefix(got, "ok ") {
 		t.Fatalf("run fusestall: %v, printed %q\n%s", err, got, stderr.String())
 	}
-	if n := strings.Count(stderr.String(), "the kernel opens it itself"); n != chardev.MaxResolvingLoops {
-		t.Errorf("%d opens answered at the bound, want the %d stalled resolving:\n%s", n, chardev.MaxResolvingLoops, stderr.String())
+	logged, _ := os.ReadFile(logFile)
+	if n := strings.Count(string(logged), "the kernel opens it itself"); n != chardev.MaxResolvingLoops {
+		t.Errorf("%d opens answered at the bound, want the %d stalled resolving:\n%s", n, chardev.MaxResolvingLoops, logged)
 	}
 }

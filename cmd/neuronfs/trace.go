@@ -103,11 +103,19 @@ func traceCommand(sess *trace.Session, argv []string) int {
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
 		return 1
 	}
+	// The launcher says on ready it runs, then waits on the gate r.
+	readyR, ready, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
+		return 1
+	}
+	defer readyR.Close()
 	cmd := exec.Command(self, append([]string{traceeCmd, "--"}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{r}
+	cmd.ExtraFiles = []*os.File{r, ready}
 	wait, err := startForwardingSignals(cmd)
 	r.Close()
+	ready.Close()
 	if err != nil {
 		w.Close()
 		fmt.Fprintln(os.Stderr, "neuronfs trace:", err)
@@ -119,6 +127,8 @@ func traceCommand(sess *trace.Session, argv []string) int {
 		wait()
 		return 1
 	}
+	readyR.Read(make([]byte, 1)) // a byte, or EOF if it died
+	sess.LauncherStarted()
 	w.Write([]byte{1})
 	w.Close()
 	return wait()
@@ -164,6 +174,9 @@ func cmdTracee(args []string) int {
 	if len(args) == 0 {
 		return 2
 	}
+	ready := os.NewFile(4, "trace-ready")
+	ready.Write([]byte{1})
+	ready.Close()
 	gate := os.NewFile(3, "trace-gate")
 	var b [1]byte
 	n, _ := gate.Read(b[:])

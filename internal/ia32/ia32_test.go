@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -22,8 +23,11 @@ func TestGetpid(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGetpid$")
 	cmd.Env = append(os.Environ(), "IA32_CHILD=1")
 	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() < 0 {
-		t.Skipf("the kernel has no IA32 emulation (int $0x80 killed the child: %v)", err)
+	// int $0x80 kills the child, or the Go runtime, catching the fault in
+	// its own code, ends it with status 2 naming SIGSEGV (seen on a
+	// paravirtualised VM whose kernel has IA32 emulation).
+	if ee, ok := err.(*exec.ExitError); ok && (ee.ExitCode() < 0 || ee.ExitCode() == 2 && strings.Contains(string(out), "signal SIGSEGV")) {
+		t.Skipf("no 32-bit calls here (int $0x80 faulted in the child: %v)", err)
 	}
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
