@@ -57,8 +57,8 @@ func (r Range) Contains(pa, n uint64) bool {
 type window struct {
 	base, size uint64
 	once       sync.Once
-	mem        []byte      // nil if the mapping failed
-	ready      atomic.Bool // mem is set (Release reads it without once)
+	mem        []byte      // nil if the mapping failed; never written after once
+	ready      atomic.Bool // mem is mapped: set after once, cleared by Close
 }
 
 // NewSpace returns the space of windows rs over the file fd, whose offsets
@@ -142,8 +142,8 @@ func (m *Space) view(pa, n uint64) ([]byte, bool) {
 			w.ready.Store(true)
 		}
 	})
-	if w.mem == nil {
-		return nil, false
+	if !w.ready.Load() {
+		return nil, false // the mapping failed, or the space is closed
 	}
 	off := pa - w.base
 	return w.mem[off : off+n : off+n], true
@@ -182,13 +182,14 @@ func (m *Space) Missing(pa, n uint64) uint64 {
 	return missing
 }
 
-// Close unmaps every window; nothing may use the space after.
+// Close unmaps every window. It leaves mem as it is: a scan abandoned
+// past its deadline (fs's raw reaper) may still call Maps, which only
+// compares addresses; every access to the bytes checks ready first.
 func (m *Space) Close() {
 	for _, w := range m.windows {
 		w.once.Do(func() {}) // no mapping after close
-		if w.mem != nil {
+		if w.ready.Swap(false) {
 			unix.Munmap(w.mem)
-			w.mem = nil
 		}
 	}
 }

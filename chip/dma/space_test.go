@@ -3,6 +3,7 @@ package dma
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -140,5 +141,40 @@ func TestSpaceMissing(t *testing.T) {
 	}
 	if got := m.Missing(100, 5000); got != 0 {
 		t.Errorf("written pages: %d missing", got)
+	}
+}
+
+// A scan abandoned past its deadline may ask Maps while the daemon
+// closes the space (CI found the race); after Close nothing is sliced.
+func TestSpaceMapsDuringClose(t *testing.T) {
+	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	m := NewSpace(fd, []Range{{0, 1 << 20}})
+	b, ok := m.Local(0, 8)
+	if !ok {
+		t.Fatal("no window")
+	}
+	va := uint64(uintptr(unsafe.Pointer(&b[0])))
+	done := make(chan bool)
+	go func() {
+		seen := false
+		for i := 0; i < 1000; i++ {
+			seen = m.Maps(va) || seen
+		}
+		done <- seen
+	}()
+	m.Close()
+	<-done
+	if m.Maps(va) {
+		t.Error("a closed space still claims its old mapping")
+	}
+	if _, ok := m.Local(0, 8); ok {
+		t.Error("a closed space still slices")
 	}
 }
