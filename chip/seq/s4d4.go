@@ -120,6 +120,9 @@ func (r *run) move(rec *Record) (skipped string, stopped bool, err error) {
 	}
 	n := int(s.Channels)
 	if op == OpCopy {
+		if done, stopped, err := r.rows(n, mem, &o[1], &o[0], nil, r.moveRows(op, &s, nil), nil); done {
+			return "", stopped, err
+		}
 		w := dtypes[s.InDtype].size
 		stopped, err = r.zip(n, mem, &o[1], &o[0], nil, func(_ int, d, a, _ []byte) { copy(d[:w], a[:w]) })
 		return "", stopped, err
@@ -134,6 +137,9 @@ func (r *run) move(rec *Record) (skipped string, stopped bool, err error) {
 	store := out.store
 	if integer(s.OutDtype) {
 		store = truncStores[s.OutDtype]
+	}
+	if done, stopped, err := r.rows(n, mem, &o[1], &o[0], nil, r.moveRows(op, &s, store), nil); done {
+		return "", stopped, err
 	}
 	if op == OpReciprocal {
 		stopped, err = r.zip(n, mem, &o[1], &o[0], nil, func(_ int, d, a, _ []byte) { store(d, 1/in.load(a)) })

@@ -28,6 +28,8 @@ type Config struct {
 	TraceLimit int                // events per run; 0: DefaultTraceLimit
 	OnChip     OnChip             // the core's SBUF and PSUM; nil: compute records are only counted
 	Gen        Generation         // the record layouts that differ by generation; 0: DefaultGeneration
+
+	elementsOnly bool // tests: the element walker only, never the row fast path (rows.go)
 }
 
 // Program is one run's image: the engine starts at Start and may fetch
@@ -59,6 +61,7 @@ type Sequencer struct {
 	regs   [256]uint32 // the register file; only the running goroutine touches it
 	pe     *peState    // PE: latched weights, as regs, across records and runs
 	act    *actState   // ACT: the per-partition accumulators, likewise
+	rowBuf *rowScratch // the row kernels' scratch, made when first needed
 	status atomic.Pointer[Status]
 	counts counters
 }

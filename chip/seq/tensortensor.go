@@ -153,6 +153,9 @@ func (r *run) tensorTensor(rec *Record) (skipped string, stopped bool, err error
 		})
 		return "", stopped, err
 	}
+	if done, stopped, err := r.rows(n, mem, &o[2], &o[0], &o[1], r.ttRows(&tt), nil); done {
+		return "", stopped, err
+	}
 	in0, in1, out := &dtypes[tt.In0], &dtypes[tt.In1], &dtypes[tt.OutDtype]
 	f := ttOp(tt.Op)
 	stopped, err = r.zip(n, mem, &o[2], &o[0], &o[1], func(_ int, d, a, b []byte) {

@@ -253,9 +253,13 @@ func (r *run) tensorScalar(rec *Record) (skipped string, stopped bool, err error
 	}
 	if f.bitvec {
 		stopped, err = r.computeTSBits(&ts, o, s, mem)
-	} else {
-		stopped, err = r.computeTS(&ts, o[0].pl, o[1].pl, s[0], s[1], mem)
+		return "", stopped, err
 	}
+	k, start := r.tsRows(&ts, s[0], s[1], mem)
+	if done, stopped, err := r.rows(n, mem, &o[1], &o[0], nil, k, start); done {
+		return "", stopped, err
+	}
+	stopped, err = r.computeTS(&ts, o[0].pl, o[1].pl, s[0], s[1], mem)
 	return "", stopped, err
 }
 
