@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/neuronfs/neuronfs/internal/halffloat"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -84,35 +85,44 @@ func BenchmarkMatmul(b *testing.B) {
 	})
 }
 
-// elemN is how many fp32 elements per partition an element-wise op
-// benchmark touches: 128 × 2048 × 4 bytes per operand.
+// elemN is how many elements per partition an element-wise op
+// benchmark touches: 128 × 2048 per operand.
 const elemN = 2048
 
-// fillFP32 stores fp32 values in SBUF at off of every partition.
-func fillFP32(b *testing.B, mem *OnChipMemory, off uint32) {
+// Where the element-wise benchmarks keep their operands in each
+// partition: room for 2048 fp32 elements each.
+const (
+	elemA, elemB, elemD = 0, 0x2000, 0x4000
+)
+
+// fillElems stores elemN values of dtype d (fp32 or bf16) in SBUF at off
+// of every partition.
+func fillElems(b *testing.B, mem *OnChipMemory, off uint32, d Dtype) {
+	sz := dtypes[d].size
 	for p := range Partitions {
-		buf, err := mem.Partition(SBUF, p, off, off+4*elemN, true)
+		buf, err := mem.Partition(SBUF, p, off, off+sz*elemN, true)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i := range elemN {
-			le.PutUint32(buf[4*i:], math.Float32bits(float32(p-i)*0.25))
+		for i := range uint32(elemN) {
+			dtypes[d].store(buf[sz*i:], float32(p-int(i))*0.25)
 		}
 	}
 }
 
-// goLoop runs f over the same partitions' bytes as the records do.
-func goLoop(b *testing.B, mem *OnChipMemory, f func(d, a, c []byte)) {
+// goLoop runs f over the same partitions' bytes as the records do: a
+// and c the sources (sa, sc bytes each), d the destination (sd bytes).
+func goLoop(b *testing.B, mem *OnChipMemory, sd, sa, sc uint32, f func(d, a, c []byte)) {
 	var ds, as, cs [Partitions][]byte
 	for p := range Partitions {
 		var err error
-		if as[p], err = mem.Partition(SBUF, p, 0, 4*elemN, false); err != nil {
+		if as[p], err = mem.Partition(SBUF, p, elemA, elemA+sa, false); err != nil {
 			b.Fatal(err)
 		}
-		if cs[p], err = mem.Partition(SBUF, p, 0x2000, 0x2000+4*elemN, false); err != nil {
+		if cs[p], err = mem.Partition(SBUF, p, elemB, elemB+sc, false); err != nil {
 			b.Fatal(err)
 		}
-		if ds[p], err = mem.Partition(SBUF, p, 0x4000, 0x4000+4*elemN, true); err != nil {
+		if ds[p], err = mem.Partition(SBUF, p, elemD, elemD+sd, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -125,43 +135,86 @@ func goLoop(b *testing.B, mem *OnChipMemory, f func(d, a, c []byte)) {
 	b.StopTimer()
 }
 
-// BenchmarkElementwise: one op is an fp32 element-wise pass over 128
-// partitions × 2048 elements. impl=emulated is a loop of records on a
-// DVE; impl=go is a plain Go loop over the same bytes.
-func BenchmarkElementwise(b *testing.B) {
+func f32at(b []byte, i int) float32      { return math.Float32frombits(le.Uint32(b[4*i:])) }
+func put32at(b []byte, i int, v float32) { le.PutUint32(b[4*i:], math.Float32bits(v)) }
+func bf16at(b []byte, i int) float32     { return halffloat.BF16ToFloat(le.Uint16(b[2*i:])) }
+func putBF16at(b []byte, i int, v float32) {
+	le.PutUint16(b[2*i:], halffloat.FloatToBF16(v))
+}
+
+// elemCase is one element-wise benchmark: its record, and the plain Go
+// loop doing the same to the same bytes (the same dtype conversions, one
+// rounding per op as the engine does: float32() keeps a multiply and an
+// add from fusing).
+type elemCase struct {
+	name     string
+	rec      *Record
+	in, out  Dtype // the sources' and the destination's
+	loop     func(d, a, c []byte)
+	sources2 bool // the loop reads c too
+}
+
+func elemCases() []elemCase {
 	all := func(start uint32) Tensor3D { return contiguous(start, elemN) }
-	recs := map[string]*Record{
-		"op=tensor_tensor_add": NewTensorTensor(OpTensorTensor, TensorTensor{In0: DtypeFP32, In1: DtypeFP32, OutDtype: DtypeFP32,
-			Op: ALUAdd, Channels: Partitions, Src0: all(0), Src1: all(0x2000), Dst: all(0x4000)}),
-		"op=ts_arith": NewTensorScalar(TensorScalar{Src: all(0), Dst: all(0x4000), InDtype: DtypeFP32, OutDtype: DtypeFP32,
-			Channels: Partitions, Op0: ALUMult, Op1: ALUAdd, Imm0: math.Float32bits(2), Imm1: math.Float32bits(1)}),
+	all4 := func(start uint32) Tensor4D {
+		return Tensor4D{Start: start, Step: [4]int16{1}, Num: [4]uint16{elemN, 1, 1, 1}}
 	}
-	loops := map[string]func(d, a, c []byte){
-		"op=tensor_tensor_add": func(d, a, c []byte) {
-			for i := 0; i+4 <= len(d); i += 4 {
-				le.PutUint32(d[i:], math.Float32bits(math.Float32frombits(le.Uint32(a[i:]))+math.Float32frombits(le.Uint32(c[i:]))))
-			}
-		},
-		"op=ts_arith": func(d, a, _ []byte) {
-			for i := 0; i+4 <= len(d); i += 4 {
-				le.PutUint32(d[i:], math.Float32bits(math.Float32frombits(le.Uint32(a[i:]))*2+1))
-			}
-		},
+	tt := func(d Dtype, op ALUOp) *Record {
+		return NewTensorTensor(OpTensorTensor, TensorTensor{In0: d, In1: d, OutDtype: d, Op: op, Channels: Partitions,
+			Src0: all(elemA), Src1: all(elemB), Dst: all(elemD)})
 	}
-	for _, op := range []string{"op=tensor_tensor_add", "op=ts_arith"} {
-		b.Run(op+"/impl=emulated", func(b *testing.B) {
+	return []elemCase{
+		{"op=tensor_tensor_add", tt(DtypeFP32, ALUAdd), DtypeFP32, DtypeFP32, func(d, a, c []byte) {
+			for i := range elemN {
+				put32at(d, i, f32at(a, i)+f32at(c, i))
+			}
+		}, true},
+		{"op=tensor_tensor_mult_bf16", tt(DtypeBF16, ALUMult), DtypeBF16, DtypeBF16, func(d, a, c []byte) {
+			for i := range elemN {
+				putBF16at(d, i, bf16at(a, i)*bf16at(c, i))
+			}
+		}, true},
+		{"op=ts_arith", NewTensorScalar(TensorScalar{Src: all(elemA), Dst: all(elemD), InDtype: DtypeFP32, OutDtype: DtypeFP32,
+			Channels: Partitions, Op0: ALUMult, Op1: ALUAdd, Imm0: math.Float32bits(2), Imm1: math.Float32bits(1)}), DtypeFP32, DtypeFP32,
+			func(d, a, _ []byte) {
+				for i := range elemN {
+					put32at(d, i, float32(f32at(a, i)*2)+1)
+				}
+			}, false},
+		{"op=copy", NewS4D4(OpCopy, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: Partitions, Src: all4(elemA), Dst: all4(elemD)}),
+			DtypeFP32, DtypeFP32, func(d, a, _ []byte) { copy(d, a) }, false},
+		{"op=cast_fp32_bf16", NewS4D4(OpCast, S4D4{InDtype: DtypeFP32, OutDtype: DtypeBF16, Channels: Partitions, Src: all4(elemA), Dst: all4(elemD)}),
+			DtypeFP32, DtypeBF16, func(d, a, _ []byte) {
+				for i := range elemN {
+					putBF16at(d, i, f32at(a, i))
+				}
+			}, false},
+		{"op=cast_bf16_fp32", NewS4D4(OpCast, S4D4{InDtype: DtypeBF16, OutDtype: DtypeFP32, Channels: Partitions, Src: all4(elemA), Dst: all4(elemD)}),
+			DtypeBF16, DtypeFP32, func(d, a, _ []byte) {
+				for i := range elemN {
+					put32at(d, i, bf16at(a, i))
+				}
+			}, false},
+	}
+}
+
+// BenchmarkElementwise: one op is an element-wise pass over 128
+// partitions × 2048 elements. impl=emulated is a loop of records on a
+// DVE; impl=go is a plain Go loop over the same bytes. The bytes are the
+// destination's.
+func BenchmarkElementwise(b *testing.B) {
+	for _, c := range elemCases() {
+		fill := func(b *testing.B) *OnChipMemory {
 			mem := NewOnChipMemory(testSBUFActive)
-			fillFP32(b, mem, 0)
-			fillFP32(b, mem, 0x2000)
-			b.SetBytes(Partitions * elemN * 4)
-			runLoop(b, DVE, mem, nil, recs[op])
-		})
-		b.Run(op+"/impl=go", func(b *testing.B) {
-			mem := NewOnChipMemory(testSBUFActive)
-			fillFP32(b, mem, 0)
-			fillFP32(b, mem, 0x2000)
-			b.SetBytes(Partitions * elemN * 4)
-			goLoop(b, mem, loops[op])
+			fillElems(b, mem, elemA, c.in)
+			fillElems(b, mem, elemB, c.in)
+			b.SetBytes(int64(Partitions * elemN * dtypes[c.out].size))
+			return mem
+		}
+		b.Run(c.name+"/impl=emulated", func(b *testing.B) { runLoop(b, DVE, fill(b), nil, c.rec) })
+		b.Run(c.name+"/impl=go", func(b *testing.B) {
+			in, out := elemN*dtypes[c.in].size, elemN*dtypes[c.out].size
+			goLoop(b, fill(b), out, in, in, c.loop)
 		})
 	}
 }
