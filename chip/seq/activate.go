@@ -201,38 +201,62 @@ func (a *Activate) notEmulated() string {
 	return ""
 }
 
-// computeAct applies f(scale·x + bias) element by element and keeps the
-// per-partition sums the accumulator command asks for.
+// computeAct applies f(scale·x + bias) element by element (or row by
+// row, rows.go) and keeps the per-partition sums the accumulator command
+// asks for.
 func (r *run) computeAct(a *Activate, o [2]operand, s actScalars, mem OnChip) (skipped string, stopped bool, err error) {
 	f := actFuncs[a.Func].f
 	in, out := &dtypes[a.InDtype], &dtypes[a.OutDtype]
-	acc := accumulator{st: r.act, cmd: a.AccumCmd, lane: o[0].pl.p0, last: -1} // per partition: the source's (guessed)
-	var sc, bi, al float32
-	var serr error
-	stopped, err = r.zip(int(a.Channels), mem, &o[1], &o[0], nil, func(p int, d, x, _ []byte) {
-		if p != acc.last {
-			acc.flush()
-			acc.last, acc.sum = p, 0
-			var e1, e2, e3 error
-			sc, e1 = s.scale.at(mem, p)
-			bi, e2 = s.bias.at(mem, p)
-			al, e3 = s.imm.at(mem, p)
-			if serr == nil {
-				serr = firstErr(e1, e2, e3)
+	ap := actPart{s: s, mem: mem, acc: accumulator{st: r.act, cmd: a.AccumCmd, lane: o[0].pl.p0, last: -1}} // per partition: the source's (guessed)
+	n := int(a.Channels)
+	done, stopped, err := r.rows(n, mem, &o[1], &o[0], nil, r.actRows(a, &ap), ap.start)
+	if !done {
+		stopped, err = r.zip(n, mem, &o[1], &o[0], nil, func(p int, d, x, _ []byte) {
+			if p != ap.acc.last {
+				_ = ap.start(p)
 			}
-		}
-		z := float32(sc*in.load(x)) + bi // two roundings: no fused multiply-add
-		y := float32(f(float64(z), float64(al)))
-		acc.sum += y
-		out.store(d, y)
-	})
+			y := ap.apply(f, in.load(x))
+			ap.acc.sum += y
+			out.store(d, y)
+		})
+	}
 	if err == nil && !stopped {
-		acc.flush()
+		ap.acc.flush()
 	}
 	if err == nil {
-		err = serr
+		err = ap.err
 	}
 	return "", stopped, err
+}
+
+// actPart is an ACTIVATE record's state on the partition it is on: the
+// scalars and the running sum.
+type actPart struct {
+	s                  actScalars
+	mem                OnChip
+	acc                accumulator
+	scale, bias, alpha float32
+	err                error // the first scalar the memory refused: the record ends with it
+}
+
+// start folds the previous partition's sum and reads p's scalars.
+func (ap *actPart) start(p int) error {
+	ap.acc.flush()
+	ap.acc.last, ap.acc.sum = p, 0
+	var e1, e2, e3 error
+	ap.scale, e1 = ap.s.scale.at(ap.mem, p)
+	ap.bias, e2 = ap.s.bias.at(ap.mem, p)
+	ap.alpha, e3 = ap.s.imm.at(ap.mem, p)
+	if ap.err == nil {
+		ap.err = firstErr(e1, e2, e3)
+	}
+	return nil
+}
+
+// apply is one element's f(scale·x + bias).
+func (ap *actPart) apply(f func(x, alpha float64) float64, x float32) float32 {
+	z := float32(ap.scale*x) + ap.bias // two roundings: no fused multiply-add
+	return float32(f(float64(z), float64(ap.alpha)))
 }
 
 // accumulator folds one partition's outputs into its ACT accumulator

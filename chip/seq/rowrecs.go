@@ -69,3 +69,25 @@ func (r *run) moveRows(op Opcode, s *S4D4, store func([]byte, float32)) rowKerne
 		}
 	}
 }
+
+// actRows is ACTIVATE's: f(scale·x + bias), summed into the partition's
+// accumulator in element order as the walker sums.
+func (r *run) actRows(a *Activate, ap *actPart) rowKernel {
+	sc := r.scratch()
+	f := actFuncs[a.Func].f
+	in, out := a.InDtype, a.OutDtype
+	store := dtypes[out].store
+	return func(_ int, d, b, _ []byte, m int) {
+		x := rowIn(in, b, sc[0][:m])
+		z, inPlace := rowOut(out, d, sc[2][:m])
+		x = x[:len(z)]
+		for i := range z {
+			y := ap.apply(f, x[i])
+			ap.acc.sum += y
+			z[i] = y
+		}
+		if !inPlace {
+			rowStore(out, store, d, z)
+		}
+	}
+}

@@ -151,8 +151,8 @@ var (
 	rowTSOps = []ALUOp{ALUBypass, ALUAdd, ALUSub, ALUMult, ALUMax, ALUMin, 0x13, 0x19, 0x22}
 )
 
-// record draws one record: TENSOR_TENSOR, TENSOR_SCALAR_ARITH, COPY,
-// CAST or RECIPROCAL.
+// record draws one record: TENSOR_TENSOR, TENSOR_SCALAR_ARITH,
+// ACTIVATE, COPY, CAST or RECIPROCAL.
 func (g rowGen) record() *Record {
 	sh := shape{rows: 1 + g.pick(6), cols: 1 + g.pick(64)}
 	ch := uint8(1 + g.pick(rowParts/2))
@@ -164,6 +164,10 @@ func (g rowGen) record() *Record {
 			Channels: ch, Src0: t3(ts[0]), Src1: t3(ts[1]), Dst: t3(ts[2])})
 	case 2:
 		return g.tsRecord(sh, ch)
+	case 3:
+		if g.pick(2) == 0 {
+			return g.actRecord(sh, ch)
+		}
 	}
 	op := []Opcode{OpCopy, OpCast, OpReciprocal}[g.pick(3)]
 	in, out := g.dtype(), g.dtype()
@@ -188,13 +192,29 @@ func (g rowGen) tsRecord(sh shape, ch uint8) *Record {
 	return NewTensorScalar(r)
 }
 
+// actRecord draws an ACTIVATE record of a function the hardware's
+// tables stand for, with an accumulator command, its bias inline or
+// (now and then) read through a pointer into each partition.
+func (g rowGen) actRecord(sh shape, ch uint8) *Record {
+	in, out := g.dtype(), g.dtype()
+	ts := g.operands(sh, in, out)
+	fns := []uint8{0x01, 0x02, 0x04, 0x05, 0x06, 0x07, 0x1F, 0x80, 0x81}
+	a := Activate{BiasSrcN: 1, Src: t3(ts[0]), Dst: t3(ts[1]), InDtype: in, BiasDtype: DtypeFP32, OutDtype: out, Channels: ch,
+		Func: fns[g.pick(len(fns))], AccumCmd: uint8(g.pick(4)), Scale: FP32(float32(g.rng.NormFloat64())),
+		Bias: rowSpecials[g.pick(len(rowSpecials))], Imm: FP32(0.1)}
+	if g.pick(3) == 0 {
+		a.BiasSrcN, a.Bias = 0, Addr(SBUF, 0, uint32(4*g.pick(rowActive/4)))
+	}
+	return NewActivate(a)
+}
+
 // runRows runs rec on a DVE over memory filled from seed, by the fast
 // path or the element walker only.
-func runRows(t *testing.T, rec *Record, seed uint64, elementsOnly bool) (*OnChipMemory, Result) {
+func runRows(t *testing.T, rec *Record, seed uint64, elementsOnly bool) (*OnChipMemory, *Sequencer, Result) {
 	mem := NewOnChipMemory(rowActive)
 	fillRows(t, mem, seed)
 	s := New(Config{Engine: DVE, OnChip: mem, Gen: GenV4, elementsOnly: elementsOnly})
-	return mem, s.Run(context.Background(), ImageProgram(Assemble(0x1000, rec, halt())))
+	return mem, s, s.Run(context.Background(), ImageProgram(Assemble(0x1000, rec, halt())))
 }
 
 // fastEligible is whether the fast path takes rec's operands.
@@ -207,6 +227,9 @@ func fastEligible(t *testing.T, rec *Record, mem OnChip) bool {
 	case OpTensorTensor:
 		tt := rec.TensorTensor()
 		ts, ds, n = []Tensor4D{tt.Dst.t4(), tt.Src0.t4(), tt.Src1.t4()}, []Dtype{tt.OutDtype, tt.In0, tt.In1}, int(tt.Channels)
+	case OpActivate:
+		a := rec.Activate()
+		ts, ds, n = []Tensor4D{a.Dst.t4(), a.Src.t4()}, []Dtype{a.OutDtype, a.InDtype}, int(a.Channels)
 	case OpTensorScalar:
 		s := rec.TensorScalar()
 		ts, ds, n = []Tensor4D{s.Dst.t4(), s.Src.t4()}, []Dtype{s.OutDtype, s.InDtype}, int(s.Channels)
@@ -228,8 +251,8 @@ func fastEligible(t *testing.T, rec *Record, mem OnChip) bool {
 // fast path took it.
 func checkRows(t *testing.T, seed uint64) (fast bool) {
 	rec := rowGen{rand.New(rand.NewPCG(seed, 1))}.record()
-	m0, r0 := runRows(t, rec, seed, false)
-	m1, r1 := runRows(t, rec, seed, true)
+	m0, s0, r0 := runRows(t, rec, seed, false)
+	m1, s1, r1 := runRows(t, rec, seed, true)
 	if r0.State != Halted || r1.State != Halted {
 		t.Fatalf("seed %d, %v: fast path %+v, element walker %+v", seed, rec.Opcode(), r0, r1)
 	}
@@ -238,6 +261,13 @@ func checkRows(t *testing.T, seed uint64) (fast bool) {
 		b1, _ := m1.Partition(SBUF, p, 0, rowActive, false)
 		if i := firstDiff(b0, b1); i >= 0 {
 			t.Fatalf("seed %d, %v %x: partition %d differs from byte %d: fast % x, walker % x", seed, rec.Opcode(), rec[:], p, i, b0[i:min(i+8, len(b0))], b1[i:min(i+8, len(b1))])
+		}
+	}
+	if s0.act != nil {
+		for p := range s0.act.acc {
+			if a, b := math.Float32bits(s0.act.acc[p]), math.Float32bits(s1.act.acc[p]); a != b {
+				t.Fatalf("seed %d: ACT accumulator %d: fast %#x, walker %#x", seed, p, a, b)
+			}
 		}
 	}
 	return fastEligible(t, rec, m0)
