@@ -14,7 +14,8 @@ import (
 // tsarith.go), in the same order, so the two paths agree bit for bit.
 
 // hostLE is whether the host stores numbers little-endian as the chip
-// does: an fp32 row is then computed where it lies, without a copy.
+// does: an fp32 row is then computed where it lies, without a copy, and
+// bf16 rows are read and written as native 16-bit words.
 var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // rowScratch is a kernel's rows: two inputs and an output.
@@ -28,14 +29,17 @@ func (r *run) scratch() *rowScratch {
 	return r.rowBuf
 }
 
-// f32view is b as native float32s; nil when the host's byte order or
-// b's alignment does not allow it.
-func f32view(b []byte) []float32 {
-	if !hostLE || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 != 0 {
+// native is b as a slice of T in the host's order; nil when the host's
+// byte order or b's alignment does not allow it.
+func native[T float32 | uint16](b []byte) []T {
+	sz := int(unsafe.Sizeof(T(0)))
+	if !hostLE || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(sz) != 0 {
 		return nil
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/sz)
 }
+
+func f32view(b []byte) []float32 { return native[float32](b) }
 
 // rowIn is the elements of dtype d in b as float32: b itself when it
 // holds native fp32, else buf (as long as the row) filled.
@@ -49,6 +53,13 @@ func rowIn(d Dtype, b []byte, buf []float32) []float32 {
 			buf[i] = math.Float32frombits(le.Uint32(b[4*i:]))
 		}
 	case DtypeBF16:
+		if h := native[uint16](b); h != nil {
+			h = h[:len(buf)]
+			for i := range buf {
+				buf[i] = halffloat.BF16ToFloat(h[i])
+			}
+			return buf
+		}
 		for i := range buf {
 			buf[i] = halffloat.BF16ToFloat(le.Uint16(b[2*i:]))
 		}
@@ -81,6 +92,13 @@ func rowStore(d Dtype, store func([]byte, float32), b []byte, x []float32) {
 			le.PutUint32(b[4*i:], math.Float32bits(v))
 		}
 	case DtypeBF16:
+		if h := native[uint16](b); h != nil {
+			h = h[:len(x)]
+			for i, v := range x {
+				h[i] = halffloat.FloatToBF16(v)
+			}
+			return
+		}
 		for i, v := range x {
 			le.PutUint16(b[2*i:], halffloat.FloatToBF16(v))
 		}

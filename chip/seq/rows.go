@@ -13,9 +13,9 @@ package seq
 // go to the element walker.
 const rowMin = 8
 
-// rowMax is the longest piece handed to a kernel at once: its scratch
-// rows stay in the first-level cache.
-const rowMax = 512
+// rowMax is the longest piece handed to a kernel at once: its three
+// scratch rows (24 KiB) stay in the first-level cache.
+const rowMax = 2048
 
 // rowKernel computes m elements of partition p (0..n-1 of the record):
 // d, a and b hold exactly m elements each (a, b nil when absent).
