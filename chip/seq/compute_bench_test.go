@@ -25,8 +25,14 @@ func loopRecords(rounds uint32, setup []*Record, body ...*Record) *Image {
 // runLoop runs the loop b.N rounds, timed, on a fresh engine of a core
 // whose on-chip memory is mem.
 func runLoop(b *testing.B, e Engine, mem OnChip, setup []*Record, body ...*Record) *Sequencer {
+	return runLoopOf(b, Config{Engine: e, OnChip: mem, Gen: GenV3}, setup, body...)
+}
+
+// runLoopOf is runLoop on an engine configured as cfg.
+func runLoopOf(b *testing.B, cfg Config, setup []*Record, body ...*Record) *Sequencer {
 	var w Words
-	s := New(Config{Engine: e, Sync: &w, OnChip: mem, Gen: GenV3})
+	cfg.Sync = &w
+	s := New(cfg)
 	img := loopRecords(uint32(b.N), setup, body...)
 	b.ResetTimer()
 	r := s.Run(context.Background(), ImageProgram(img))
@@ -181,6 +187,13 @@ func elemCases() []elemCase {
 					put32at(d, i, float32(f32at(a, i)*2)+1)
 				}
 			}, false},
+		{"op=activate_relu", NewActivate(Activate{BiasSrcN: 1, Src: all(elemA), Dst: all(elemD), InDtype: DtypeFP32, BiasDtype: DtypeFP32,
+			OutDtype: DtypeFP32, Channels: Partitions, Func: 0x02, Scale: math.Float32bits(2), Bias: math.Float32bits(1)}), DtypeFP32, DtypeFP32,
+			func(d, a, _ []byte) {
+				for i := range elemN {
+					put32at(d, i, float32(math.Max(float64(float32(2*f32at(a, i))+1), 0)))
+				}
+			}, false},
 		{"op=copy", NewS4D4(OpCopy, S4D4{InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: Partitions, Src: all4(elemA), Dst: all4(elemD)}),
 			DtypeFP32, DtypeFP32, func(d, a, _ []byte) { copy(d, a) }, false},
 		{"op=cast_fp32_bf16", NewS4D4(OpCast, S4D4{InDtype: DtypeFP32, OutDtype: DtypeBF16, Channels: Partitions, Src: all4(elemA), Dst: all4(elemD)}),
@@ -200,8 +213,9 @@ func elemCases() []elemCase {
 
 // BenchmarkElementwise: one op is an element-wise pass over 128
 // partitions × 2048 elements. impl=emulated is a loop of records on a
-// DVE; impl=go is a plain Go loop over the same bytes. The bytes are the
-// destination's.
+// DVE; impl=walker the same with the row fast path off (rows.go), every
+// element walked; impl=go is a plain Go loop over the same bytes. The
+// bytes are the destination's.
 func BenchmarkElementwise(b *testing.B) {
 	for _, c := range elemCases() {
 		fill := func(b *testing.B) *OnChipMemory {
@@ -212,6 +226,9 @@ func BenchmarkElementwise(b *testing.B) {
 			return mem
 		}
 		b.Run(c.name+"/impl=emulated", func(b *testing.B) { runLoop(b, DVE, fill(b), nil, c.rec) })
+		b.Run(c.name+"/impl=walker", func(b *testing.B) {
+			runLoopOf(b, Config{Engine: DVE, OnChip: fill(b), Gen: GenV3, elementsOnly: true}, nil, c.rec)
+		})
 		b.Run(c.name+"/impl=go", func(b *testing.B) {
 			in, out := elemN*dtypes[c.in].size, elemN*dtypes[c.out].size
 			goLoop(b, fill(b), out, in, in, c.loop)
