@@ -5,7 +5,9 @@
 // emits notifications. The compute records whose layout and effect the
 // sources give (computeOps) run on the core's SBUF and PSUM; the others
 // keep their events tuple, so ordering stays exact, and are counted
-// instead of computed.
+// instead of computed. The element-wise records hand runs of contiguous
+// elements to typed row loops where their patterns allow (rows.go) and
+// walk element by element elsewhere, with the same results bit for bit.
 //
 // The package knows nothing of the chip around it. A core hands each
 // sequencer its image (Memory), its semaphores and events (Sync), its CSR

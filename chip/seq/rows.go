@@ -77,13 +77,18 @@ func rowChunk(dst *operand, srcs ...*operand) uint64 {
 	return c
 }
 
-// advance moves the cursor n elements on.
+// advance moves the cursor n elements on; it divides only where a
+// dimension wraps.
 func (c *cursor) advance(n uint64) {
 	for i := 0; i < 4 && n != 0; i++ {
 		num := uint64(c.t.Num[i])
-		tot := uint64(c.k[i]) + n
-		k := tot % num
-		n = tot / num
+		if num == 1 {
+			continue
+		}
+		k := uint64(c.k[i]) + n
+		if n = 0; k >= num {
+			k, n = k%num, k/num
+		}
 		c.off += (int64(k) - int64(c.k[i])) * int64(c.t.Step[i]) * c.sz
 		c.k[i] = uint16(k)
 	}
