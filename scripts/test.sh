@@ -113,6 +113,7 @@ go test ./chip/spacefs -run='^$' -fuzz='^FuzzStore$' -fuzztime=1000x
 go test ./chip/mmio -run='^$' -fuzz='^FuzzFirmware$' -fuzztime=130000x
 go test ./chip/seq -run='^$' -fuzz='^FuzzDecode$' -fuzztime=100000x
 go test ./chip/seq -run='^$' -fuzz='^FuzzRun$' -fuzztime=20000x
+go test ./chip/seq -run='^$' -fuzz='^FuzzRows$' -fuzztime=3000x
 go test ./hostview -run='^$' -fuzz='^FuzzShadowRoute$' -fuzztime=50000x
 go test ./chip -run='^$' -fuzz='^FuzzCSRWrite$' -fuzztime=20000x
 go test ./runtime -run='^$' -fuzz='^FuzzParseCores$' -fuzztime=50000x
