@@ -72,7 +72,7 @@
 //   - Something one NeuronCore does or holds: a method of Core, in the
 //     file of its job (above), reaching the chip through coreChip.
 //   - Something that spans the cores (memory, routes, BAR0, the PCI
-//     function): Chip, which TestChipStaysSmall holds to 45 methods;
+//     function): Chip, which internal/codecheck holds to 45 methods;
 //     a job of its own gets a type of its own.
 //   - A new register or firmware behaviour: chip/mmio; an engine's
 //     instruction: chip/seq; a descriptor or queue behaviour: chip/dma.
