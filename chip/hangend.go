@@ -32,6 +32,21 @@ type hangEnd struct {
 	r *seqRun
 }
 
+// armHang starts r's hang watcher, once, unless the core ends no hangs:
+// called at each write of r's engines into a known actor, as only a run
+// waiting after such a write can be ended (stuck); most runs never make
+// one and start no goroutine or ticker. The writing engine is counted in
+// runs.wg, so the watcher's Add cannot race stopAll's Wait.
+func (c *Core) armHang(r *seqRun) {
+	d := c.cfg.hangEnd
+	if d <= 0 || r.watched.Load() || !r.watched.CompareAndSwap(false, true) {
+		return
+	}
+	c.runs.wg.Add(1)
+	c.hangWatchers.Add(1)
+	go c.watchHang(r, d)
+}
+
 // watchHang ends r once it stays blocked on an unemulated actor for the
 // core's hang budget; it returns when r ends. Run as the core's
 // goroutine (counted in runs.wg).
