@@ -23,7 +23,9 @@ import (
 // wait record (nq.SequencerErrorRecord, the line is the wait's address)
 // and the run stops, as NC_RESET stops it. That the hardware reports a
 // hung wait this way is *guessed* (docs/isa.md): no source says what a
-// real engine leaves when nothing answers its wait.
+// real engine leaves when nothing answers its wait. Only a wait after
+// such a write can be ended, so a run's watcher starts at its engines'
+// first write into a known actor (armHang): most runs never start one.
 
 // hangEnd is how a run's watcher sees it: ended when two looks a budget
 // apart find the same stuck state.
