@@ -2,6 +2,7 @@ package chip
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -68,6 +69,7 @@ type Chip struct {
 	sweeps   []*sweepTarget // semaphore areas the sweeper polls (semsweep.go)
 	requests *requestWatch  // delivered exec requests (request.go)
 	roles    *queueRoles    // the queues the device's tail increments feed (tailinc.go)
+	starved  atomic.Int32   // the engines' queues waiting for staged descriptors (Restage)
 	power    firmwarePower  // the firmware's utilisation model (power.go)
 }
 
