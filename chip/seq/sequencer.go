@@ -196,7 +196,8 @@ func (x *Exec) Resume(ctx context.Context, max int) (Step, int) {
 // (zero: never), looked at after each record that is not a control
 // record: a count of records bounds control loops, but one compute record
 // may take milliseconds. A record is never cut: the slice is overrun by
-// at most one record.
+// at most one record. A slice's end publishes the counts and trace as a
+// yield does.
 func (x *Exec) ResumeUntil(ctx context.Context, max int, until time.Time) (Step, int) {
 	if x.ended {
 		return Ended, 0
@@ -262,7 +263,8 @@ func (x *Exec) ResumeUntil(ctx context.Context, max int, until time.Time) (Step,
 		}
 		x.pc = next
 		if !until.IsZero() && rec.Opcode().Class() != ClassControl && time.Now().After(until) {
-			return Yielded, n // the owner's time slice: counts and trace go on
+			x.yield() // a slice is milliseconds: what it did shows as it goes
+			return Yielded, n
 		}
 	}
 }
