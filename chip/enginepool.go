@@ -67,9 +67,7 @@ func (p *enginePool) work() {
 			p.mu.Unlock()
 			return
 		}
-		t := p.line[0]
-		p.line[0] = poolTurn{}
-		p.line = p.line[1:]
+		t := p.take()
 		p.mu.Unlock()
 		if !t.c.turn(t.e, time.Now().Add(poolSlice)) {
 			continue // parked or ended
@@ -79,4 +77,23 @@ func (p *enginePool) work() {
 		p.mu.Unlock()
 		runtime.Gosched() // an ioctl's goroutine may be waiting for the processor
 	}
+}
+
+// take removes the next turn from the line: an engine whose run was
+// stopped first, since its turn only ends it and whoever stopped it (a
+// reset, the last process leaving the device) waits for that; otherwise
+// the longest waiting. Under mu; the line is a few engines a core.
+func (p *enginePool) take() poolTurn {
+	i := 0
+	for j, t := range p.line {
+		if t.e.r.ctx.Err() != nil {
+			i = j
+			break
+		}
+	}
+	t := p.line[i]
+	copy(p.line[i:], p.line[i+1:])
+	p.line[len(p.line)-1] = poolTurn{}
+	p.line = p.line[:len(p.line)-1]
+	return t
 }
