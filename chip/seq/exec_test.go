@@ -67,7 +67,7 @@ func TestResumeInSteps(t *testing.T) {
 func TestResumeUntilSlice(t *testing.T) {
 	s := New(Config{Engine: DVE, OnChip: NewOnChipMemory(testSBUFActive)})
 	ts := NewTensorScalar(TensorScalar{Src: Tensor3D{Step: [3]int16{1, 0, 0}, Num: [3]uint16{16, 1, 1}},
-		Dst: Tensor3D{Start: 64, Step: [3]int16{1, 0, 0}, Num: [3]uint16{16, 1, 1}},
+		Dst:     Tensor3D{Start: 64, Step: [3]int16{1, 0, 0}, Num: [3]uint16{16, 1, 1}},
 		InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op0: ALUMult, Op1: ALUAdd})
 	x := s.Start(ImageProgram(Assemble(0x1000, ts, NewBranch(BranchAlways, 0, 0, -RecordSize))))
 	past := time.Now().Add(-time.Second)
