@@ -58,6 +58,7 @@ type coreChip interface {
 	addBusy(d time.Duration)
 	queueRoles() *queueRoles
 	tailIncrement(eng, qid int, d dma.Dir, n uint32) error
+	enginePool() *enginePool
 }
 
 // coreConfig is what a Core is built with besides its chip.

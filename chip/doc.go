@@ -44,7 +44,8 @@
 // doorbell and its queue), request.go (delivered exec requests), run.go
 // (staged runs), regrun.go (runs started by register), engineregs.go
 // (the engines' and TOP_SPs' start registers in BAR0), sched.go (who runs
-// the engines), sync.go (the engines' Sync and CSR), onchip.go (SBUF and
+// the engines), enginepool.go (the chip's goroutines engines take turns
+// on), sync.go (the engines' Sync and CSR), onchip.go (SBUF and
 // PSUM), status.go (engine reports and hangs).
 //
 // # How a request travels
