@@ -37,16 +37,18 @@ func (n *actorNote) String() string { return fmt.Sprintf("%s (wrote %#x)", n.act
 type actorNotes [seq.NumEngines]atomic.Pointer[actorNote]
 
 // noteIgnoredWrite records engine e's write to BAR0 offset off (device
-// address addr) that no emulated block acts on.
-func (c *Core) noteIgnoredWrite(e seq.Engine, addr, off uint64) {
+// address addr) that no emulated block acts on, and reports whether it
+// kicked a known actor.
+func (c *Core) noteIgnoredWrite(e seq.Engine, addr, off uint64) (known bool) {
 	if int(e) >= len(c.actors) {
-		return
+		return false
 	}
 	if n := c.actors[e].Load(); n != nil && n.addr == addr {
-		return // a loop kicking the same register allocates nothing
+		return n.known // a loop kicking the same register allocates nothing
 	}
 	actor, known := actorOf(c.cfg.arch, off)
 	c.actors[e].Store(&actorNote{addr: addr, actor: actor, known: known})
+	return known
 }
 
 // awaits names what engine e, waiting, waits for that nothing emulated

@@ -2,6 +2,7 @@ package chip
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -68,13 +69,15 @@ type Chip struct {
 	sweeps   []*sweepTarget // semaphore areas the sweeper polls (semsweep.go)
 	requests *requestWatch  // delivered exec requests (request.go)
 	roles    *queueRoles    // the queues the device's tail increments feed (tailinc.go)
+	starved  atomic.Int32   // the engines' queues waiting for staged descriptors (Restage)
 	power    firmwarePower  // the firmware's utilisation model (power.go)
+	pool     *enginePool    // the goroutines engines take turns on (enginepool.go)
 }
 
 // New builds a chip over a fresh physical memory file. drv is asked
 // nothing until an engine, a doorbell or the firmware runs.
 func New(cfg Config, drv Driver) (*Chip, error) {
-	c := &Chip{cfg: cfg, arch: cfg.Arch, log: cfg.Log, drv: drv}
+	c := &Chip{cfg: cfg, arch: cfg.Arch, log: cfg.Log, drv: drv, pool: newEnginePool()}
 	phys, err := newPhysMem(cfg.Name, cfg.Arch.PhysicalSpan(), cfg.Backing)
 	if err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ type Core struct {
 	execQueue, startSem, ringing atomic.Int32
 	actors                       actorNotes               // each engine's last write nothing emulated answers (actors.go)
 	ended                        atomic.Pointer[endedRun] // the last run ended waiting on nothing emulated (hangend.go)
+	hangWatchers                 atomic.Uint64            // hang watchers started (armHang), for tests
 }
 
 // coreChip is all a Core reaches of its chip: the memory its engines
@@ -57,6 +58,7 @@ type coreChip interface {
 	addBusy(d time.Duration)
 	queueRoles() *queueRoles
 	tailIncrement(eng, qid int, d dma.Dir, n uint32) error
+	enginePool() *enginePool
 }
 
 // coreConfig is what a Core is built with besides its chip.

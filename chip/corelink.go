@@ -19,6 +19,7 @@ func (l coreLink) allocation(pa uint64) (base, size uint64, ok bool) { return l.
 func (l coreLink) count(nc int, name string, n uint64)               { l.c.drv.Count(nc, name, n) }
 func (l coreLink) addBusy(d time.Duration)                           { l.c.power.addBusy(d) }
 func (l coreLink) queueRoles() *queueRoles                           { return l.c.roles }
+func (l coreLink) enginePool() *enginePool                           { return l.c.pool }
 func (l coreLink) tailIncrement(eng, qid int, d dma.Dir, n uint32) error {
 	return l.c.tailIncrement(eng, qid, d, n)
 }

@@ -44,7 +44,8 @@
 // doorbell and its queue), request.go (delivered exec requests), run.go
 // (staged runs), regrun.go (runs started by register), engineregs.go
 // (the engines' and TOP_SPs' start registers in BAR0), sched.go (who runs
-// the engines), sync.go (the engines' Sync and CSR), onchip.go (SBUF and
+// the engines), enginepool.go (the chip's goroutines engines take turns
+// on), sync.go (the engines' Sync and CSR), onchip.go (SBUF and
 // PSUM), status.go (engine reports and hangs).
 //
 // # How a request travels
@@ -72,7 +73,7 @@
 //   - Something one NeuronCore does or holds: a method of Core, in the
 //     file of its job (above), reaching the chip through coreChip.
 //   - Something that spans the cores (memory, routes, BAR0, the PCI
-//     function): Chip, which TestChipStaysSmall holds to 45 methods;
+//     function): Chip, which internal/codecheck holds to 45 methods;
 //     a job of its own gets a type of its own.
 //   - A new register or firmware behaviour: chip/mmio; an engine's
 //     instruction: chip/seq; a descriptor or queue behaviour: chip/dma.

@@ -15,7 +15,7 @@ type Driver interface {
 	Allocation(pa uint64) (base, size uint64, ok bool)
 	// DeviceDrivenQueues lists the (engine, queue) pairs of core nc's
 	// engines that a process initialised and never rang itself: what the
-	// core's doorbell arms.
+	// core's doorbell arms; a fresh slice, which the core filters in place.
 	DeviceDrivenQueues(nc int) [][2]int
 	// Peer is the chip at the other end of neighbour link link, or nil.
 	Peer(link int) *Chip

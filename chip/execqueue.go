@@ -30,25 +30,24 @@ import (
 // a request (the IO-queue switch pairs come first).
 const requestScan = 64
 
-// execQueues returns the queues a doorbell starts (engine, queue).
+// execQueues returns the queues a doorbell starts (engine, queue). It
+// filters the driver's fresh list in place: a doorbell allocates no more
+// than the list.
 func (c *Core) execQueues() [][2]int {
 	all := c.chip.deviceDrivenQueues(c.nc)
 	if k := c.execQueue.Load(); k > 0 {
 		key := [2]int{int(k-1) / dma.QueuesPerEngine, int(k-1) % dma.QueuesPerEngine}
 		if slices.Contains(all, key) {
-			return [][2]int{key}
+			all[0] = key
+			return all[:1]
 		}
 	}
 	roles := c.chip.queueRoles()
-	var cand, req [][2]int
-	for _, key := range all {
-		if !roles.isFed(key[0], key[1]) {
-			cand = append(cand, key)
-		}
-	}
+	cand := slices.DeleteFunc(all, func(key [2]int) bool { return roles.isFed(key[0], key[1]) })
 	if len(cand) <= 1 {
 		return cand
 	}
+	var req [][2]int
 	for _, key := range cand {
 		if c.holdsRequest(key) {
 			req = append(req, key)

@@ -23,13 +23,30 @@ import (
 // wait record (nq.SequencerErrorRecord, the line is the wait's address)
 // and the run stops, as NC_RESET stops it. That the hardware reports a
 // hung wait this way is *guessed* (docs/isa.md): no source says what a
-// real engine leaves when nothing answers its wait.
+// real engine leaves when nothing answers its wait. Only a wait after
+// such a write can be ended, so a run's watcher starts at its engines'
+// first write into a known actor (armHang): most runs never start one.
 
 // hangEnd is how a run's watcher sees it: ended when two looks a budget
 // apart find the same stuck state.
 type hangEnd struct {
 	c *Core
 	r *seqRun
+}
+
+// armHang starts r's hang watcher, once, unless the core ends no hangs:
+// called at each write of r's engines into a known actor, as only a run
+// waiting after such a write can be ended (stuck); most runs never make
+// one and start no goroutine or ticker. The writing engine is counted in
+// runs.wg, so the watcher's Add cannot race stopAll's Wait.
+func (c *Core) armHang(r *seqRun) {
+	d := c.cfg.hangEnd
+	if d <= 0 || r.watched.Load() || !r.watched.CompareAndSwap(false, true) {
+		return
+	}
+	c.runs.wg.Add(1)
+	c.hangWatchers.Add(1)
+	go c.watchHang(r, d)
 }
 
 // watchHang ends r once it stays blocked on an unemulated actor for the

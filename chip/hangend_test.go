@@ -55,7 +55,64 @@ func TestRunWaitingOnActorEnds(t *testing.T) {
 					t.Errorf("%v after the end, want stopped", s.Status())
 				}
 			}
+			if n := c.Core(nc).hangWatchers.Load(); n != 1 {
+				t.Errorf("%d hang watchers started, want 1 (at POOL's kick of the Q7 core)", n)
+			}
 		})
+	}
+}
+
+// A run that never writes into a known actor starts no hang watcher (no
+// goroutine, no ticker), however long it waits; one that kicks an actor
+// several times starts one. The first is the exec benchmarks' case.
+func TestRunWithoutActorStartsNoWatcher(t *testing.T) {
+	const budget = 10 * time.Millisecond
+	c, _ := newTestChipWith(t, "trn2.3xlarge", func(cfg *Config) { cfg.HangEnd = budget })
+	const nc, sem = 0, 7
+	core := c.Core(nc)
+	r := runEngines(t, c, nc, map[seq.Engine]*seq.Image{
+		seq.PE: seq.Assemble(0x2000, seq.NewCSRWrite(c.arch.CSRBase()+0x100, 1), seq.NewWait(seq.WaitSemGE, sem, 1), seq.NewRecord(seq.OpHalt)),
+	})
+	waitUntil(t, "PE waits", func() bool { return r.seqs[seq.PE].Status().State == seq.Waiting })
+	time.Sleep(5 * budget) // a watcher started at the run's start would have looked by now
+	if n := core.hangWatchers.Load(); n != 0 || r.watched.Load() {
+		t.Fatalf("%d hang watchers started (run watched %v) for a run that kicked no actor", n, r.watched.Load())
+	}
+	core.UpdateSemaphore(sem, seq.SemSet, 1)
+	waitUntil(t, "PE halts", func() bool { return r.seqs[seq.PE].Status().State == seq.Halted })
+
+	q7 := c.arch.CSRBase() + c.arch.TPBBase(nc) + c.arch.Q7Pool().DRAMOffset(1)
+	kick := seq.NewCSRWrite(q7, 1)
+	r = runEngines(t, c, nc, map[seq.Engine]*seq.Image{
+		seq.POOL: seq.Assemble(0x1000, kick, kick, kick, seq.NewRecord(seq.OpHalt)),
+	})
+	waitUntil(t, "POOL halts", func() bool { return r.seqs[seq.POOL].Status().State == seq.Halted })
+	if n := core.hangWatchers.Load(); n != 1 || !r.watched.Load() {
+		t.Fatalf("%d hang watchers started after a run kicked a Q7 core three times, want 1", n)
+	}
+}
+
+// A register-started run (not the core's current run) that waits after
+// kicking a Q7 core is ended as a delivered request's run is: its error
+// record lands in the core's ERROR queue and its START_CTRL reads stopped.
+func TestRegisterRunWaitingOnActorEnds(t *testing.T) {
+	c := newTestChipOn(t, "trn2.3xlarge", func(cfg *Config) { cfg.HangEnd = 20 * time.Millisecond }, &imageDriver{})
+	const nc, evt = 0, 5
+	ring := errorRing(t, c, nc, 4)
+	win := c.arch.TPBBase(nc) + engineLocalWindow(c.arch.Arch, seq.POOL)
+	q7 := c.arch.CSRBase() + c.arch.TPBBase(nc) + c.arch.Q7Pool().DRAMOffset(0)
+	prog := loadImage(t, c, imageBase, seq.NewCSRWrite(q7, 1), seq.NewWait(seq.WaitEvtSet, evt, 0), seq.NewRecord(seq.OpHalt))
+	setStart(c, win, prog)
+	c.BAR0().Write32(win+nxStartCtrl, nxStartBit)
+	waitUntil(t, "the register-started run ended", func() bool { return c.BAR0().Read32(win+nxStartCtrl)&nxStartBit == 0 })
+	if typ := ring[3] &^ 0xc0; typ != 0x1f || ring[4] != seq.ErrorIDSequencerFatal || ring[5] != byte(seq.POOL) {
+		t.Fatalf("error record: type %#x id %#x engine %d, want TPB_ERROR 0x1f, SEQUENCER_FATAL, POOL", typ, ring[4], ring[5])
+	}
+	if line := uint64(ring[0]) | uint64(ring[1])<<8 | uint64(ring[2]&0x0f)<<16; line != (prog+seq.RecordSize)/64 {
+		t.Errorf("error record at line %#x, want the wait's %#x", line, (prog+seq.RecordSize)/64)
+	}
+	if n := c.Core(nc).hangWatchers.Load(); n != 1 {
+		t.Errorf("%d hang watchers started, want 1", n)
 	}
 }
 

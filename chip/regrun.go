@@ -38,7 +38,7 @@ func (c *Core) startByRegister(slot int, e seq.Engine, addr uint64, notify func(
 			notify(n)
 		}
 	}
-	r.seqs[e] = seq.New(c.seqConfig(e, r.notify))
+	r.seqs[e] = seq.New(c.seqConfig(e, r))
 	r.progs[e] = c.seqProgram(addr)
 	r.live.Store(1)
 	r.ctx, r.cancel = context.WithCancel(context.Background())

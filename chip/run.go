@@ -56,6 +56,9 @@ type seqRun struct {
 	// notify is where the engines' notifications go (their core's or
 	// TOP_SP's NOTIFIC block); nil: the core's (hangend.go writes there).
 	notify func(seq.Notification)
+	// watched: the run's hang watcher was started, at its engines' first
+	// write into a known actor (hangend.go).
+	watched atomic.Bool
 }
 
 // alive reports whether r still has a running engine and was not
@@ -126,7 +129,7 @@ func (c *Core) newSeqRun(req *execRequest) *seqRun {
 		if addr == 0 {
 			continue
 		}
-		r.seqs[e] = seq.New(c.seqConfig(seq.Engine(e), r.notify))
+		r.seqs[e] = seq.New(c.seqConfig(seq.Engine(e), r))
 		r.progs[e] = c.seqProgram(addr)
 		n++
 	}
@@ -139,17 +142,21 @@ func (c *Core) newSeqRun(req *execRequest) *seqRun {
 	return r
 }
 
-// seqConfig is what engine e runs with: the core's semaphores and
-// registers (the core itself), its on-chip memory, the trace, notify,
-// and the generation whose record layouts the core decodes (the
-// sequencer's generations are numbered as the driver's architectures).
-func (c *Core) seqConfig(e seq.Engine, notify func(seq.Notification)) seq.Config {
+// seqConfig is what engine e of run r runs with: the core's semaphores
+// and registers (the core itself; its registers as r writes them), its
+// on-chip memory, the trace, r's notify, and the generation whose record
+// layouts the core decodes (the sequencer's generations are numbered as
+// the driver's architectures). A nil r is no run: nothing is notified.
+func (c *Core) seqConfig(e seq.Engine, r *seqRun) seq.Config {
 	var tr seq.Tracer
 	if t := c.chip.tracer(c.nc, e); t != nil {
 		tr = annotatingTracer{t, c}
 	}
-	return seq.Config{Engine: e, Sync: c, CSR: c, Tracer: tr, OnChip: c.onchip, Notify: notify,
-		Gen: seq.Generation(c.cfg.arch.Arch)}
+	cfg := seq.Config{Engine: e, Sync: c, CSR: c, Tracer: tr, OnChip: c.onchip, Gen: seq.Generation(c.cfg.arch.Arch)}
+	if r != nil {
+		cfg.CSR, cfg.Notify = &runCSR{c: c, r: r}, r.notify
+	}
+	return cfg
 }
 
 // startRun runs r's engines: as far as they go in the doorbell's
@@ -174,11 +181,7 @@ func (c *Core) startRun(r *seqRun) {
 		e.x = r.seqs[e.e].Start(r.progs[e.e])
 	}
 	context.AfterFunc(r.ctx, func() { c.stopParked(r) })
-	if d := c.cfg.hangEnd; d > 0 {
-		c.runs.wg.Add(1)
-		go c.watchHang(r, d)
-	}
-	c.runInline(start)
+	c.runInline(start) // the hang watcher starts only if an engine kicks a known actor (armHang)
 }
 
 // stopRun ends r's engines and waits until they returned.

@@ -2,7 +2,7 @@ package chip
 
 import (
 	"math"
-	"runtime"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -13,14 +13,15 @@ import (
 // Who runs a core's engines. An engine whose wait does not hold parks:
 // no goroutine keeps it, the core lists it. A store to the core's
 // semaphores or events (Wake) re-checks the parked engines and hands
-// those it released to goroutines of their own. A doorbell instead runs
-// the engines it releases in its own goroutine (runInline): one after
-// another, each until it waits, ends or used its share, taking along the
-// engines they release in turn; so a program whose gate the doorbell
-// opens reports back before the doorbell's caller returns, with no
-// goroutine to wake. A doorbell holds its caller for inlineBudget records
-// at most; what still runs then goes on in the engines' own goroutines.
-// Any order this gives is one the engines' own goroutines could give:
+// those it released to the chip's engine goroutines, where engines take
+// turns (enginepool.go). A doorbell instead runs the engines it releases
+// in its own goroutine (runInline): one after another, each until it
+// waits, ends or used its share, taking along the engines they release in
+// turn; so a program whose gate the doorbell opens reports back before
+// the doorbell's caller returns, with no goroutine to wake. A doorbell
+// holds its caller for inlineBudget records or inlineSlice at most,
+// whichever ends first; what still runs then takes turns on the engine
+// goroutines. Any order this gives is one engines of their own could give:
 // every engine whose wait holds runs, and none runs past a wait that does
 // not.
 
@@ -29,11 +30,17 @@ const (
 	// engines to goroutines (an endless loop must not hold a FUSE request);
 	// a control record costs some tens of nanoseconds.
 	inlineBudget = 2048
+	// inlineSlice bounds the time a doorbell runs engines: one compute
+	// record (a MATMUL, a TENSOR_SCALAR over a whole tile) may take
+	// milliseconds, so counting records does not bound its work. Checked
+	// after each compute record and between shares, never per control
+	// record: a short program's doorbell pays one clock read per share.
+	inlineSlice = time.Millisecond
 	// inlineShare is how many records one engine runs before the next
 	// engine's turn, so engines that poll each other all go on.
 	inlineShare = 256
-	// maxRecords lets an engine's own goroutine run until its sequencer's
-	// yield interval.
+	// maxRecords lets an engine's turn on a pool goroutine run until its
+	// sequencer's yield interval or its slice.
 	maxRecords = math.MaxInt
 )
 
@@ -84,7 +91,7 @@ func (c *Core) Wake() {
 		ready = c.takeReady(ready, &due)
 		cr.mu.Unlock()
 		for _, e := range ready {
-			go c.drive(e)
+			c.chip.enginePool().run(c, e)
 		}
 	}
 	if due {
@@ -157,40 +164,42 @@ func (c *Core) stopParked(r *seqRun) {
 	}
 }
 
-// drive runs e in its own goroutine until it parks or ends.
-func (c *Core) drive(e *engineRun) {
+// turn runs e on a pool goroutine until it parks, ends or used its slice
+// (until); true means it still runs and waits for its next turn.
+func (c *Core) turn(e *engineRun, until time.Time) bool {
 	for {
 		lockrank.AssertUnlocked("exec: running an engine")
-		switch st, _ := e.x.Resume(e.r.ctx, maxRecords); st {
+		switch st, _ := e.x.ResumeUntil(e.r.ctx, maxRecords, until); st {
 		case seq.Yielded:
-			runtime.Gosched()
+			return true
 		case seq.Blocked:
 			if c.park(e) {
-				return
+				return false
 			}
 		case seq.Ended:
 			c.endEngine(e)
-			return
+			return false
 		}
 	}
 }
 
 // runInline runs start and every engine the doorbell released in the
 // calling goroutine, until each parked or ended or inlineBudget records
-// ran; the engines still running then go on in goroutines of their own.
-// The caller holds no lock.
+// ran or inlineSlice passed; the engines still running then take turns on
+// the chip's engine goroutines. The caller holds no lock.
 func (c *Core) runInline(start []*engineRun) {
 	rn := c.becomeRunner(start)
 	if rn == nil {
 		return
 	}
+	until := time.Now().Add(inlineSlice)
 	for left := inlineBudget; ; {
-		e := c.nextInline(rn, left)
+		e := c.nextInline(rn, left, until)
 		if e == nil {
 			return
 		}
 		lockrank.AssertUnlocked("exec: running an engine inline")
-		st, n := e.x.Resume(e.r.ctx, min(left, inlineShare))
+		st, n := e.x.ResumeUntil(e.r.ctx, min(left, inlineShare), until)
 		left -= max(n, 1)
 		switch st {
 		case seq.Ended:
@@ -218,7 +227,7 @@ func (c *Core) becomeRunner(start []*engineRun) *runner {
 	if cr.runner != nil {
 		cr.mu.Unlock()
 		for _, e := range start {
-			go c.drive(e)
+			c.chip.enginePool().run(c, e)
 		}
 		return nil
 	}
@@ -233,16 +242,19 @@ func (c *Core) becomeRunner(start []*engineRun) *runner {
 }
 
 // nextInline takes the runner's next engine; nil when none is left or the
-// budget ran out, and then the runner hands what remains to goroutines.
-func (c *Core) nextInline(rn *runner, left int) *engineRun {
+// budget or the slice (until) ran out, and then the runner hands what
+// remains to the chip's engine goroutines.
+func (c *Core) nextInline(rn *runner, left int, until time.Time) *engineRun {
+	over := left <= 0 || time.Now().After(until) // read before the lock
 	cr := &c.runs
 	cr.mu.Lock()
-	if len(rn.ready) == 0 || left <= 0 {
+	if len(rn.ready) == 0 || over {
 		rest := rn.ready
 		rn.ready, cr.runner = nil, nil
 		cr.mu.Unlock()
+		pool := c.chip.enginePool()
 		for _, e := range rest {
-			go c.drive(e)
+			pool.run(c, e)
 		}
 		return nil
 	}

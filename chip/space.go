@@ -61,6 +61,7 @@ func (c *Chip) initEngines() {
 		Fault:              faults.DMA,
 		OnTransfer:         c.power.addBytes,
 		OnCopy:             c.requests.copyObserver(c.cfg),
+		Starved:            &c.starved,
 		OnError: func(eng, qid int, status uint32) {
 			c.log.WithFields(logrus.Fields{"engine": eng, "queue": qid, "status": status}).Warn("DMA queue aborted")
 			c.reportDMAAbort(eng, qid, status)

@@ -34,7 +34,7 @@ func runEngines(t *testing.T, c *Chip, nc int, imgs map[seq.Engine]*seq.Image) *
 	r := &seqRun{done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for e, img := range imgs {
-		r.seqs[e] = seq.New(core.seqConfig(e, nil))
+		r.seqs[e] = seq.New(core.seqConfig(e, r))
 		r.progs[e] = seq.ImageProgram(img)
 	}
 	r.live.Store(int32(len(imgs)))

@@ -123,20 +123,27 @@ func b2u32(b bool) uint32 {
 // outside the space faults the writing engine, as a write no slave
 // answers would.
 func (c *Core) WriteCSR(e seq.Engine, addr uint64, v uint32, size uint8) error {
+	_, err := c.writeCSR(e, addr, v, size)
+	return err
+}
+
+// writeCSR is WriteCSR; kicked reports a write into a known actor (a Q7
+// core, a TOP_SP: actors.go), which a run's hang watcher must see.
+func (c *Core) writeCSR(e seq.Engine, addr uint64, v uint32, size uint8) (kicked bool, err error) {
 	f := c.cfg.arch
 	off, ok := f.CSROffset(addr)
 	if !ok {
-		return fmt.Errorf("core %d: no register at device address %#x (register space %#x+%#x)", c.nc, addr, f.CSRBase(), f.BAR0Size)
+		return false, fmt.Errorf("core %d: no register at device address %#x (register space %#x+%#x)", c.nc, addr, f.CSRBase(), f.BAR0Size)
 	}
 	eng, qid, s2m, reg, ok := f.UDMAQueueRegister(off)
 	if !ok || reg != dhal.UDMAQueueTailInc || c.chip.engine(eng) == nil {
 		if !ok {
-			c.noteIgnoredWrite(e, addr, off) // a UDMA block's registers are the DMA's
+			kicked = c.noteIgnoredWrite(e, addr, off) // a UDMA block's registers are the DMA's
 		}
-		return nil
+		return kicked, nil
 	}
 	if size != 4 {
-		return fmt.Errorf("a %d-byte write to DMA engine %d queue %d's 32-bit tail increment", size, eng, qid)
+		return false, fmt.Errorf("a %d-byte write to DMA engine %d queue %d's 32-bit tail increment", size, eng, qid)
 	}
 	d := dma.TX
 	if s2m {
@@ -145,8 +152,28 @@ func (c *Core) WriteCSR(e seq.Engine, addr uint64, v uint32, size uint8) error {
 	// The engine's worker moves the data: the sequencer goes on at once,
 	// and a copy that raises one of this core's semaphores releases it
 	// later, as on the hardware.
-	return c.chip.tailIncrement(eng, qid, d, v)
+	return false, c.chip.tailIncrement(eng, qid, d, v)
 }
+
+// runCSR is the register space as one run's engines write it: their
+// first write into a known actor starts the run's hang watcher
+// (hangend.go), so a run that kicks none pays for no watcher.
+type runCSR struct {
+	c *Core
+	r *seqRun
+}
+
+var _ seq.CSRNamer = (*runCSR)(nil)
+
+func (w *runCSR) WriteCSR(e seq.Engine, addr uint64, v uint32, size uint8) error {
+	kicked, err := w.c.writeCSR(e, addr, v, size)
+	if kicked {
+		w.c.armHang(w.r)
+	}
+	return err
+}
+
+func (w *runCSR) NameCSR(addr uint64) string { return w.c.NameCSR(addr) }
 
 // NameCSR implements seq.CSRNamer: a DMA queue's tail-increment register
 // is named after the queue's trace track ("dma 3 q2 tx tail").

@@ -97,9 +97,12 @@ func (c *Chip) udmaWrite(off uint64, b []byte) {
 }
 
 // Restage resumes the device-fed queues waiting for descriptors the host
-// has now written (after a copy into device memory): one load per engine
-// when none waits.
+// has now written (after a copy into device memory): one load when none
+// waits.
 func (c *Chip) Restage() {
+	if c.starved.Load() == 0 {
+		return // no queue waits (one load, on every semaphore write)
+	}
 	for _, e := range c.engines {
 		e.Restage()
 	}

@@ -91,8 +91,9 @@
 //   - New per-device driver state: a type of its own held by Device, in
 //     a file of its own, under d.mu unless it says otherwise; Device
 //     keeps the attach table and the lock.
-//   - New host-wide state: a type held by System; TestSystemStaysSmall
-//     holds System to 50 methods and every function to 80 lines.
+//   - New host-wide state: a type held by System; internal/codecheck
+//     holds System and Device to 50 methods and every function to 80
+//     lines.
 //   - What the silicon does (registers, engines, a core's semaphores):
 //     package chip, on Chip if it spans cores, else on Core; the driver
 //     only calls it.

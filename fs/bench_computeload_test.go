@@ -15,71 +15,79 @@ import (
 )
 
 // BenchmarkBasicInfoUnderCompute: DEVICE_BASIC_INFO's latency on device 0
-// of a trn2.48xlarge, idle and while the five engines of all eight of its
-// NeuronCores compute at once (PE a 128×128 by 128×512 bf16 MATMUL in a
-// loop, ACT, POOL, DVE and SP a 128×2048 fp32 TENSOR_SCALAR pass in a
-// loop), staged through the exec queue as the runtime stages programs.
-// Metrics: the calls' p50 and p99, and under load the MATMULs the
-// device's PEs retired per second from then until the close, and the
-// longest doorbell ioctl (which runs the engines it releases inline). The engines
-// stop when the device is closed (TestExecProgramStopsWhenLastUserLeaves).
+// of a trn2.48xlarge, idle and then, in the same run and mount, while the
+// five engines of all eight of its NeuronCores compute at once (PE a
+// 128×128 by 128×512 bf16 MATMUL in a loop, ACT, POOL, DVE and SP a
+// 128×2048 fp32 TENSOR_SCALAR pass in a loop), staged through the exec
+// queue as the runtime stages programs; b.N calls each. Metrics: the
+// calls' p50 and p99 idle (idle-p50-ns, idle-p99-ns) and under load
+// (p50-ns, p99-ns), the loaded ÷ idle ratios, the MATMULs the device's
+// PEs retired per second under load, and the longest doorbell ioctl
+// (which runs the engines it releases inline, for a bounded slice). The
+// engines stop when the device is closed
+// (TestExecProgramStopsWhenLastUserLeaves).
 func BenchmarkBasicInfoUnderCompute(b *testing.B) {
-	for _, load := range []bool{false, true} {
-		name := "load=idle"
-		if load {
-			name = "load=compute"
-		}
-		b.Run(name, func(b *testing.B) {
-			dir, sys := testutil.Mount(b, "trn2.48xlarge")
-			dev, err := runtime.Host{Root: dir}.Open(0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			closed := false
-			b.Cleanup(func() {
-				if !closed {
-					dev.Close()
-				}
-			})
-			cores := uint32(sys.Arch.CoresPerDevice)
-			var started time.Time
-			var before uint64
-			if load {
-				var ring time.Duration
-				for nc := range cores {
-					ring = max(ring, startCompute(b, dev, nc))
-				}
-				b.ReportMetric(float64(ring.Nanoseconds()), "doorbell-max-ns")
-				waitComputing(b, sys, cores)
-				// What the doorbells ran inline is published when they
-				// hand the engines to goroutines: not counted below.
-				started, before = time.Now(), publishedMatmuls(sys, cores)
-			}
-			lat := make([]time.Duration, b.N)
-			b.ResetTimer()
-			for i := range lat {
-				s := time.Now()
-				if _, err := dev.BasicInfo(); err != nil {
-					b.Fatal(err)
-				}
-				lat[i] = time.Since(s)
-			}
-			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-			b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Nanoseconds()), "p99-ns")
-			if load {
-				checkComputing(b, sys, cores) // still running: nothing starved or faulted
-				// An engine publishes its counts at a yield (every 4096
-				// records, minutes of MATMULs) or when it stops: close,
-				// then count.
-				closed = true
-				dev.Close()
-				stopped := time.Now()
-				b.ReportMetric(float64(stoppedMatmuls(b, sys, cores)-before)/stopped.Sub(started).Seconds(), "matmul/s")
-			}
-		})
+	dir, sys := testutil.Mount(b, "trn2.48xlarge")
+	dev, err := runtime.Host{Root: dir}.Open(0)
+	if err != nil {
+		b.Fatal(err)
 	}
+	closed := false
+	b.Cleanup(func() {
+		if !closed {
+			dev.Close()
+		}
+	})
+	cores := uint32(sys.Arch.CoresPerDevice)
+	idle := basicInfoLatencies(b, dev, b.N)
+	var ring time.Duration
+	for nc := range cores {
+		ring = max(ring, startCompute(b, dev, nc))
+	}
+	waitComputing(b, sys, cores)
+	// What the doorbells ran inline is published when they hand the
+	// engines on: not counted below.
+	started, before := time.Now(), publishedMatmuls(sys, cores)
+	b.ResetTimer()
+	loaded := basicInfoLatencies(b, dev, b.N)
+	b.StopTimer()
+	checkComputing(b, sys, cores) // still running: nothing starved or faulted
+	// An engine publishes its counts at the end of each turn (about a
+	// millisecond) and when it stops: close, then count.
+	closed = true
+	dev.Close()
+	stopped := time.Now()
+	matmuls := stoppedMatmuls(b, sys, cores) - before
+	ip50, ip99 := percentile(idle, 50), percentile(idle, 99)
+	p50, p99 := percentile(loaded, 50), percentile(loaded, 99)
+	b.ReportMetric(float64(ip50.Nanoseconds()), "idle-p50-ns")
+	b.ReportMetric(float64(ip99.Nanoseconds()), "idle-p99-ns")
+	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(p99.Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(p50)/float64(ip50), "p50-x-idle")
+	b.ReportMetric(float64(p99)/float64(ip99), "p99-x-idle")
+	b.ReportMetric(float64(ring.Nanoseconds()), "doorbell-max-ns")
+	b.ReportMetric(float64(matmuls)/stopped.Sub(started).Seconds(), "matmul/s")
+}
+
+// basicInfoLatencies times n DEVICE_BASIC_INFO calls one by one, sorted.
+func basicInfoLatencies(b *testing.B, dev *runtime.Device, n int) []time.Duration {
+	b.Helper()
+	lat := make([]time.Duration, n)
+	for i := range lat {
+		s := time.Now()
+		if _, err := dev.BasicInfo(); err != nil {
+			b.Fatal(err)
+		}
+		lat[i] = time.Since(s)
+	}
+	slices.Sort(lat)
+	return lat
+}
+
+// percentile is the q-th percentile of sorted latencies.
+func percentile(sorted []time.Duration, q int) time.Duration {
+	return sorted[min(len(sorted)-1, len(sorted)*q/100)]
 }
 
 // computeBody is engine e's loop body: a MATMUL on PE (after one
@@ -160,22 +168,23 @@ func publishedMatmuls(sys *device.System, cores uint32) uint64 {
 	return n
 }
 
-// waitComputing waits until every engine of the cores runs its loop.
+// waitComputing waits until every engine of the cores runs its loop and
+// published records (at the end of a turn): each has had the processor.
 func waitComputing(b *testing.B, sys *device.System, cores uint32) {
 	b.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for nc := range cores {
 		for {
-			ss := sys.Device(0).Chip().Core(int(nc)).EngineStatus()
-			running := len(ss) == seq.NumEngines
-			for _, s := range ss {
-				running = running && s.State == seq.Running
+			rs := sys.Device(0).Chip().Core(int(nc)).EngineReports()
+			running := len(rs) == seq.NumEngines
+			for _, r := range rs {
+				running = running && r.Status.State == seq.Running && r.Counts.Records > 0
 			}
 			if running {
 				break
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("core %d never ran all its engines: %v", nc, ss)
+				b.Fatalf("core %d never ran all its engines: %v", nc, rs)
 			}
 			time.Sleep(time.Millisecond)
 		}

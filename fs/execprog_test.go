@@ -105,7 +105,13 @@ func (c *progClient) next(q *runtime.NQ) [runtime.RecordSize]byte {
 // waitStates waits until every engine of the core's run is in st.
 func (c *progClient) waitStates(n int, st seq.State) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	c.waitStatesFor(n, st, 20*time.Second)
+}
+
+// waitStatesFor is waitStates for at most d.
+func (c *progClient) waitStatesFor(n int, st seq.State, d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		ss := c.sys.Device(0).Chip().Core(progCore).EngineStatus()
 		ok := len(ss) == n

@@ -48,6 +48,9 @@ done
 for _ in $(seq "$count"); do
 	go test ./chip/seq -run '^$' -bench '^(BenchmarkMatmul|BenchmarkElementwise)$' -count 1 | tee -a "$raw"
 done
+# DEVICE_BASIC_INFO idle, then while all engines of a trn2 device compute
+# (p50/p99 each and their ratios, in one run).
+go test ./fs -run '^$' -bench '^BenchmarkBasicInfoUnderCompute$' -benchtime 5000x -count "$count" | tee -a "$raw"
 go test ./cmd/neuronfs -run '^$' -bench '^BenchmarkMountReady$' -benchtime 10x -count "$count" | tee -a "$raw"
 # A Go test's testbed: New plus one command's first ioctl, then the teardown.
 go test ./testbed -run '^$' -bench '^BenchmarkNewCommandTeardown$' -benchtime 10x -count "$count" | tee -a "$raw"

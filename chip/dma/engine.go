@@ -127,6 +127,10 @@ type Options struct {
 	// and without the engine's lock: the chip watches its exec queues
 	// through it.
 	OnCopy func(eng, qid int, src, dst, n uint64)
+	// Starved, if set, counts the queues waiting for a descriptor to be
+	// staged across the engines sharing it: a chip's Restage then costs
+	// one load, not one per engine, when none waits.
+	Starved *atomic.Int32
 }
 
 // Engine is one UDMA engine.

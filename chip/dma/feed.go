@@ -31,11 +31,16 @@ func (e *Engine) starveLocked(q *Queue, starved bool) {
 		return
 	}
 	q.starved = starved
+	d := int32(-1)
 	if starved {
-		e.nstarved.Add(1)
+		d = 1
+	}
+	e.nstarved.Add(d)
+	if s := e.opts.Starved; s != nil {
+		s.Add(d)
+	}
+	if starved {
 		e.pollStagedLocked()
-	} else {
-		e.nstarved.Add(-1)
 	}
 }
 

@@ -3,6 +3,7 @@ package dma
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -10,9 +11,11 @@ import (
 // A device-fed queue moves exactly what each increment makes available,
 // and a tail moved past what is staged waits at the first descriptor not
 // yet written, runs nothing stale, and goes on once the descriptor is
-// staged and Restage looks again.
+// staged and Restage looks again. The engines' shared count of waiting
+// queues (a chip's, Options.Starved) follows.
 func TestFedTailWaitsForStaged(t *testing.T) {
-	e, m := newTestEngine(t, 1<<20, Options{})
+	var starved atomic.Int32
+	e, m := newTestEngine(t, 1<<20, Options{Starved: &starved})
 	const txRing, rxRing = memBase, memBase + 0x1000
 	src, dst := uint64(memBase+0x10000), uint64(memBase+0x20000)
 	for i := range 256 {
@@ -36,8 +39,8 @@ func TestFedTailWaitsForStaged(t *testing.T) {
 	// The third increment comes before its descriptors: it waits.
 	e.TailIncrement(2, TX, 1)
 	e.TailIncrement(2, RX, 1)
-	if got := done(); got != 2 || !e.Starved(2) {
-		t.Fatalf("a tail past what is staged: %d done, starved %v; want 2 done and waiting", got, e.Starved(2))
+	if got := done(); got != 2 || !e.Starved(2) || starved.Load() != 1 {
+		t.Fatalf("a tail past what is staged: %d done, starved %v (shared count %d); want 2 done and waiting (1)", got, e.Starved(2), starved.Load())
 	}
 	if st := e.QueueState(2, TX); st.HWStatus != 0 || st.SWStatus != uint32(QueueEnabled) {
 		t.Fatalf("the waiting queue stopped: %+v", st)
@@ -53,8 +56,8 @@ func TestFedTailWaitsForStaged(t *testing.T) {
 	for e.QueueState(2, RX).Completed != 3 && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	if got := done(); got != 3 || e.Starved(2) {
-		t.Fatalf("once staged: %d done, starved %v; want 3 and not waiting", got, e.Starved(2))
+	if got := done(); got != 3 || e.Starved(2) || starved.Load() != 0 {
+		t.Fatalf("once staged: %d done, starved %v (shared count %d); want 3 and not waiting (0)", got, e.Starved(2), starved.Load())
 	}
 	if !bytes.Equal(m.B[dst-memBase:dst-memBase+256], m.B[src-memBase:src-memBase+256]) {
 		t.Error("the copies did not land")

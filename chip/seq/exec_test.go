@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // A run interpreted in steps: Resume stops at each wait that does not
@@ -57,5 +58,31 @@ func TestResumeInSteps(t *testing.T) {
 	}
 	if st, _ := x.Resume(ctx, 10); st != Ended {
 		t.Fatalf("Resume after Stop: %v", st)
+	}
+}
+
+// ResumeUntil yields once its slice is over, looking at the clock after
+// each compute record only: past the slice, a compute loop yields after
+// one record and publishes its counts; a control loop runs its share.
+func TestResumeUntilSlice(t *testing.T) {
+	s := New(Config{Engine: DVE, OnChip: NewOnChipMemory(testSBUFActive)})
+	ts := NewTensorScalar(TensorScalar{Src: Tensor3D{Step: [3]int16{1, 0, 0}, Num: [3]uint16{16, 1, 1}},
+		Dst:     Tensor3D{Start: 64, Step: [3]int16{1, 0, 0}, Num: [3]uint16{16, 1, 1}},
+		InDtype: DtypeFP32, OutDtype: DtypeFP32, Channels: 1, Op0: ALUMult, Op1: ALUAdd})
+	x := s.Start(ImageProgram(Assemble(0x1000, ts, NewBranch(BranchAlways, 0, 0, -RecordSize))))
+	past := time.Now().Add(-time.Second)
+	ctx := context.Background()
+	if st, n := x.ResumeUntil(ctx, 100, past); st != Yielded || n != 1 {
+		t.Fatalf("compute loop past its slice: %v after %d records, want Yielded after 1", st, n)
+	}
+	if c := s.Counts(); c.Records != 1 || c.NotEmulated != 0 {
+		t.Fatalf("counts after the slice: %+v, want 1 record published", c)
+	}
+	if st, n := x.ResumeUntil(ctx, 100, time.Now().Add(time.Hour)); st != Yielded || n != 100 {
+		t.Fatalf("compute loop within its slice: %v after %d, want its share of 100", st, n)
+	}
+	x = s.Start(ImageProgram(Assemble(0x2000, NewRecord(OpNop), NewBranch(BranchAlways, 0, 0, -RecordSize))))
+	if st, n := x.ResumeUntil(ctx, 100, past); st != Yielded || n != 100 {
+		t.Fatalf("control loop past its slice: %v after %d, want its share of 100", st, n)
 	}
 }

@@ -192,6 +192,16 @@ func (x *Exec) Result() Result { return x.res }
 // how many records it issued. The end of ctx (NC_RESET) ends the run at
 // a yield, and at once when Resume is called.
 func (x *Exec) Resume(ctx context.Context, max int) (Step, int) {
+	return x.ResumeUntil(ctx, max, time.Time{})
+}
+
+// ResumeUntil is Resume that also yields once the clock passed until
+// (zero: never), looked at after each record that is not a control
+// record: a count of records bounds control loops, but one compute record
+// may take milliseconds. A record is never cut: the slice is overrun by
+// at most one record. A slice's end publishes the counts and trace as a
+// yield does.
+func (x *Exec) ResumeUntil(ctx context.Context, max int, until time.Time) (Step, int) {
 	if x.ended {
 		return Ended, 0
 	}
@@ -255,6 +265,10 @@ func (x *Exec) Resume(ctx context.Context, max int) (Step, int) {
 			return Ended, n
 		}
 		x.pc = next
+		if !until.IsZero() && rec.Opcode().Class() != ClassControl && time.Now().After(until) {
+			x.yield() // a slice is milliseconds: what it did shows as it goes
+			return Yielded, n
+		}
 	}
 }
 

@@ -42,6 +42,7 @@ const (
 	RankTransport
 	RankTestbed
 	RankExecTrace
+	RankEnginePool
 	RankSpaceStore
 	rankCount
 )
@@ -81,8 +82,9 @@ var order = [rankCount]Info{
 	RankMemLimit:   {Name: "MemLimit", Owner: "device", Guards: "the host's memory limit (what the backing files hold, checked and reserved before a write)"},
 	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache, on-behalf opens and direct opens (fs), " +
 		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way and the cache of callers' pinned memory (chardev); leaves"},
-	RankTestbed:   {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
-	RankExecTrace: {Name: "ExecTrace", Owner: "chip/exectrace", Guards: "the execution trace file (--exec-trace): its buffer, named tracks and counts; a leaf, taken by engines and DMA queues holding nothing"},
+	RankTestbed:    {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
+	RankExecTrace:  {Name: "ExecTrace", Owner: "chip/exectrace", Guards: "the execution trace file (--exec-trace): its buffer, named tracks and counts; a leaf, taken by engines and DMA queues holding nothing"},
+	RankEnginePool: {Name: "EnginePool", Owner: "chip", Guards: "a chip's engines waiting for a turn on its bounded set of engine goroutines, and how many of those run; a leaf, taken holding nothing"},
 	RankSpaceStore: {Name: "SpaceStore", Owner: "chip/spacefs", Guards: "in the store process (not the daemon): the table of physical spaces, and one space's extent map, " +
 		"read-held across that space's disk reads and writes so a punch or reserve never moves an extent under them; never nested; a leaf"},
 }
@@ -133,6 +135,7 @@ type (
 	Transport   struct{}
 	Testbed     struct{}
 	ExecTrace   struct{}
+	EnginePool  struct{}
 	SpaceStore  struct{}
 )
 
@@ -158,4 +161,5 @@ func (MemLimit) Rank() Rank    { return RankMemLimit }
 func (Transport) Rank() Rank   { return RankTransport }
 func (Testbed) Rank() Rank     { return RankTestbed }
 func (ExecTrace) Rank() Rank   { return RankExecTrace }
+func (EnginePool) Rank() Rank  { return RankEnginePool }
 func (SpaceStore) Rank() Rank  { return RankSpaceStore }
