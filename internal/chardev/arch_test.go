@@ -21,6 +21,10 @@ import (
 // into this build.
 func xsysConsts(t *testing.T, file string) map[string]uint64 {
 	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		// A test binary run away from the source tree (an arm64 guest).
+		t.Skip("no go command: the test reads x/sys/unix's sources from the module cache")
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/sys").Output()
 	if err != nil {
 		t.Fatalf("go list golang.org/x/sys (the test reads its generated tables): %v", err)
