@@ -16,12 +16,10 @@ import (
 const (
 	bar4WriteThresholdMax = 2 * 4096 // PAGE_SIZE * 2
 	h2tDefaultQID         = -1       // NEURON_DMA_H2T_DEFAULT_QID
-	// taskSizeMax is the end of the x86_64 user address space that
-	// access_ok accepts (4-level paging).
-	taskSizeMax = 1<<47 - 4096
 )
 
-// accessOK is the kernel's access_ok: the range lies in user space.
+// accessOK is the kernel's access_ok: the range lies in user space
+// (below taskSizeMax, the architecture's: tasksize_*.go).
 func accessOK(addr, size uint64) bool {
 	return addr+size >= addr && addr+size <= taskSizeMax
 }

@@ -95,7 +95,7 @@ phase() {
 	# uses): its server's mount, coherent mmap through a FUSE file.
 	[ "$with_store" = 1 ] && phase_store
 	start=$(date +%s)
-	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout=15m -test.run "$pattern" || fail "$name-tests"
+	as /bin/neuronfs.test -test.v -test.count=1 -test.timeout="${VMTEST_TEST_TIMEOUT:-15m}" -test.run "$pattern" || fail "$name-tests"
 	echo "vmtest: [$name] tests took $(($(date +%s) - start)) s"
 }
 
@@ -130,10 +130,15 @@ if [ "$VMTEST_CONTAINER" = 1 ]; then
 	# The C device-opening client, built static on the host: a program
 	# not in Go finds /dev/neuron3 by /proc/devices and stat, and asks
 	# DEVICE_BASIC_INFO.
-	echo "vmtest: [container] neuronfs run --instance inf2.48xlarge -- chardev_check"
-	out=$(su -p -s /bin/sh -c 'exec "$@"' -- nobody sh \
-		env -u NEURONFS_MEMORY_BACKING neuronfs run --instance inf2.48xlarge -- /bin/chardev_check)
-	st=$?
-	echo "$out"
-	[ "$st $out" = "0 c ok" ] || fail container-c "status $st"
+	# (Not in an arm64 guest: vmtest.sh builds it for amd64 only.)
+	if [ -e /bin/chardev_check ]; then
+		echo "vmtest: [container] neuronfs run --instance inf2.48xlarge -- chardev_check"
+		out=$(su -p -s /bin/sh -c 'exec "$@"' -- nobody sh \
+			env -u NEURONFS_MEMORY_BACKING neuronfs run --instance inf2.48xlarge -- /bin/chardev_check)
+		st=$?
+		echo "$out"
+		[ "$st $out" = "0 c ok" ] || fail container-c "status $st"
+	else
+		echo "vmtest: [container] no chardev_check for $(uname -m): the C client is not run"
+	fi
 fi

@@ -12,6 +12,13 @@
 # busybox-static, cpio); the kernel package is fetched by name with
 # apt-get download and unpacked into a cache, never installed.
 #
+# NEURONFS_VMTEST_ARCH=arm64 boots Debian's arm64 cloud kernel in
+# qemu-system-aarch64 (TCG, machine virt) with arm64 builds instead: the
+# seccomp filters and the supervisor with arm64's syscall numbers, for
+# real. apt then reads arm64 package lists of the same sources into the
+# cache (no foreign architecture is added to dpkg) to fetch the kernel
+# and busybox-static; the C client is left out (no cross compiler).
+#
 # Environment:
 #   NEURONFS_VMTEST_CACHE    cache directory (default
 #                            ${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest)
@@ -19,7 +26,11 @@
 #                            linux-image-cloud-amd64 depends on, if 6.1,
 #                            else the newest linux-image-6.1.0-N-cloud-amd64)
 #   NEURONFS_VMTEST_RUN      -test.run pattern for the guest (default below)
-#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot, both phases (default 1800)
+#   NEURONFS_VMTEST_TIMEOUT  seconds for the whole boot, all phases (default
+#                            1800; arm64 4800)
+#   NEURONFS_VMTEST_TEST_TIMEOUT  -test.timeout of each phase's tests
+#                            (default 15m; arm64 45m: TCG emulates arm64
+#                            on x86_64 about three times slower)
 #   VMTEST_UNPRIVILEGED      1 (default): then run the smoke check and the
 #                            tests again as uid 65534, a run without root;
 #                            0: root only
@@ -29,6 +40,7 @@
 #                            removed and user namespaces disabled (run's
 #                            filter host view); 0: not
 #   NEURONFS_VMTEST_CONTAINER_RUN  -test.run pattern for that phase
+#   NEURONFS_VMTEST_ARCH     amd64 (default) or arm64
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,8 +75,33 @@ default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRun
 # finds the devices by; the rest as in the unprivileged phase, where they
 # need no FUSE mount of their own.
 default_container_run='^(TestRunContainer|TestRunDeviceFDs|TestRunChecksEveryDevice|TestRunExitStatus|TestRunStartFailureNamesCommand|TestRunChecksMmap|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunDeviceFDsRefusals)$'
-boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-1800}
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
+arch=${NEURONFS_VMTEST_ARCH:-amd64}
+if [ "$arch" = arm64 ]; then
+	boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-4800} test_timeout=${NEURONFS_VMTEST_TEST_TIMEOUT:-45m}
+else
+	boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-1800} test_timeout=${NEURONFS_VMTEST_TEST_TIMEOUT:-15m}
+fi
+# The guest by architecture: QEMU's binary and its package, the machine,
+# the console.
+case $arch in
+amd64) qemu=qemu-system-x86_64 qemu_pkg=qemu-system-x86 qemu_machine="-machine q35 -cpu max" console=ttyS0 ;;
+arm64) qemu=qemu-system-aarch64 qemu_pkg=qemu-system-arm qemu_machine="-machine virt -cpu cortex-a72" console=ttyAMA0 ;;
+*) echo "vmtest: NEURONFS_VMTEST_ARCH=$arch: amd64 or arm64" >&2 && exit 1 ;;
+esac
+# apt for the guest's packages: the host's own for amd64; for arm64 the
+# same sources' arm64 lists, kept in the cache.
+apt_opts=()
+if [ "$arch" != amd64 ]; then
+	aptdir="$cache/apt-$arch"
+	mkdir -p "$aptdir/lists/partial" "$aptdir/archives/partial"
+	touch "$aptdir/status"
+	apt_opts=(-o "APT::Architecture=$arch" -o "APT::Architectures=$arch" -o "Dir::State::Lists=$aptdir/lists"
+		-o "Dir::Cache=$aptdir" -o "Dir::State::status=$aptdir/status")
+	# No list until the first update (apt may keep them compressed).
+	ls "$aptdir/lists"/*_Packages* >/dev/null 2>&1 || apt-get "${apt_opts[@]}" update -qq ||
+		{ echo "vmtest: apt-get update of the $arch lists failed" >&2 && exit 1; }
+fi
 marker=VMTEST-RESULT
 
 say() { echo "vmtest: $*" >&2; }
@@ -75,26 +112,28 @@ die() {
 
 # Tools, installed only when missing.
 missing=""
-command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
+command -v "$qemu" >/dev/null || missing="$missing $qemu_pkg"
 # busybox-static and busybox both provide /bin/busybox; the guest needs
 # the static one.
-dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
+if [ "$arch" = amd64 ]; then
+	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
+fi
 command -v cpio >/dev/null || missing="$missing cpio"
 if [ -n "$missing" ]; then
 	[ "$(id -u)" = 0 ] || die "missing packages:$missing (install them, or run as root)"
 	say "installing$missing"
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-for f in qemu-system-x86_64 cpio go; do
+for f in "$qemu" cpio go; do
 	command -v "$f" >/dev/null || die "$f not found"
 done
 
 # The kernel package: the one the cloud metapackage depends on when that
 # is a 6.1 kernel (Debian 12), else the newest 6.1 cloud image known to apt.
 kernel_candidates() {
-	apt-cache depends linux-image-cloud-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-cloud-amd64\(-unsigned\)\?\)$/\1/p'
-	apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64(-unsigned)?$' 2>/dev/null |
+	apt-cache "${apt_opts[@]}" depends "linux-image-cloud-$arch" 2>/dev/null |
+		sed -n "s/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-cloud-$arch\(-unsigned\)\?\)\$/\1/p"
+	apt-cache "${apt_opts[@]}" search --names-only "^linux-image-6\.1\.0-[0-9]+-cloud-$arch(-unsigned)?\$" 2>/dev/null |
 		awk '{print $1}' | sort -V -r
 }
 kpkg=${NEURONFS_VMTEST_KERNEL:-}
@@ -105,8 +144,8 @@ if [ -z "$kpkg" ]; then
 		kpkg=$(kernel_candidates | sed -n 1p)
 	fi
 fi
-[ -n "$kpkg" ] || die "no linux-image-6.1.0-N-cloud-amd64 package known to apt (a Debian 12 source is needed)"
-kver=$(apt-cache policy "$kpkg" | sed -n 's/^ *Candidate: //p')
+[ -n "$kpkg" ] || die "no linux-image-6.1.0-N-cloud-$arch package known to apt (a Debian 12 source is needed)"
+kver=$(apt-cache "${apt_opts[@]}" policy "$kpkg" | sed -n 's/^ *Candidate: //p')
 [ -n "$kver" ] && [ "$kver" != "(none)" ] || die "$kpkg has no candidate version"
 
 tmp=$(mktemp -d)
@@ -129,7 +168,7 @@ if [ ! -s "$kdir/vmlinuz" ] || [ ! -e "$kdir/modules.order" ]; then
 	t0=$SECONDS
 	say "fetching $kpkg $kver"
 	mkdir -p "$tmp/deb" "$cache"
-	(cd "$tmp/deb" && apt-get download -qq -o APT::Sandbox::User=root "$kpkg=$kver") ||
+	(cd "$tmp/deb" && apt-get "${apt_opts[@]}" download -qq -o APT::Sandbox::User=root "$kpkg=$kver") ||
 		die "apt-get download $kpkg=$kver failed"
 	dpkg-deb -x "$tmp/deb"/*.deb "$tmp/deb/x"
 	staging="$cache/.staging.$$"
@@ -160,28 +199,45 @@ if [ ! -s "$kdir/vmlinuz" ] || [ ! -e "$kdir/modules.order" ]; then
 	rm -rf "$kdir"
 	mv "$staging" "$kdir"
 	rm -rf "$tmp/deb"
-	# Older versions' directories are of no further use.
-	find "$cache" -mindepth 1 -maxdepth 1 -type d ! -path "$kdir" -exec rm -rf {} +
+	# Older versions' directories are of no further use (the other
+	# architecture's kernel and apt lists are kept).
+	find "$cache" -mindepth 1 -maxdepth 1 -type d -name "linux-image-*-$arch*" ! -path "$kdir" -exec rm -rf {} +
 	say "kernel fetched and unpacked in $((SECONDS - t0)) s"
+fi
+
+# busybox-static for another architecture, unpacked into the cache.
+busybox=/bin/busybox
+if [ "$arch" != amd64 ]; then
+	busybox="$cache/busybox-$arch/bin/busybox"
+	if [ ! -x "$busybox" ]; then
+		mkdir -p "$tmp/bb"
+		(cd "$tmp/bb" && apt-get "${apt_opts[@]}" download -qq -o APT::Sandbox::User=root busybox-static) ||
+			die "apt-get download busybox-static ($arch) failed"
+		dpkg-deb -x "$tmp/bb"/busybox-static_*.deb "$cache/busybox-$arch"
+	fi
 fi
 
 # Static binaries: the guest has no libc.
 t0=$SECONDS
 root="$tmp/root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,lib/modules}
-CGO_ENABLED=0 go build -o "$root/bin/neuronfs" ./cmd/neuronfs
-CGO_ENABLED=0 go test -c -o "$root/bin/neuronfs.test" ./cmd/neuronfs
+CGO_ENABLED=0 GOARCH=$arch go build -o "$root/bin/neuronfs" ./cmd/neuronfs
+CGO_ENABLED=0 GOARCH=$arch go test -c -o "$root/bin/neuronfs.test" ./cmd/neuronfs
 # The C device-opening client (the one TestRunCharDevice builds), for the
-# container phase; the guest has no compiler, and no Python either.
-gcc -static -O2 -o "$root/bin/chardev_check" cmd/neuronfs/testdata/chardev_check.c ||
-	die "gcc -static cmd/neuronfs/testdata/chardev_check.c failed (Debian: gcc, libc6-dev)"
-# ldd (libc-bin, always there) fails on a static executable.
-for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" "$root/bin/chardev_check" /bin/busybox; do
-	if ldd "$f" >/dev/null 2>&1; then
+# container phase; the guest has no compiler, and no Python either. Not
+# for another architecture: no cross compiler is assumed.
+if [ "$arch" = amd64 ]; then
+	gcc -static -O2 -o "$root/bin/chardev_check" cmd/neuronfs/testdata/chardev_check.c ||
+		die "gcc -static cmd/neuronfs/testdata/chardev_check.c failed (Debian: gcc, libc6-dev)"
+fi
+# ldd (libc-bin, always there) fails on a static executable (and on
+# another architecture's).
+for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" "$root"/bin/chardev_check "$busybox"; do
+	if [ -e "$f" ] && ldd "$f" >/dev/null 2>&1; then
 		die "$f is dynamically linked; the guest has no libc"
 	fi
 done
-cp /bin/busybox "$root/bin/busybox"
+cp "$busybox" "$root/bin/busybox"
 cp "$kdir"/modules/*.ko "$root/lib/modules/" 2>/dev/null || true
 cp "$kdir/modules.order" "$root/lib/modules/"
 echo 'root:x:0:0:root:/tmp:/bin/sh
@@ -195,6 +251,7 @@ nogroup:x:65534:' >"$root/etc/group"
 	printf 'VMTEST_CONTAINER=%q\n' "${VMTEST_CONTAINER:-1}"
 	printf 'VMTEST_CONTAINER_RUN=%q\n' "${NEURONFS_VMTEST_CONTAINER_RUN:-$default_container_run}"
 	printf 'VMTEST_MARKER=%q\n' "$marker"
+	printf 'VMTEST_TEST_TIMEOUT=%q\n' "$test_timeout"
 } >"$root/etc/vmtest.env"
 cp scripts/vmtest-init.sh "$root/init"
 chmod 755 "$root/init"
@@ -207,11 +264,12 @@ t0=$SECONDS
 log="$tmp/console.log"
 : >"$log"
 say "booting $kpkg $kver (TCG)"
-timeout --kill-after=10 "$boot_timeout" qemu-system-x86_64 \
-	-accel tcg -machine q35 -cpu max -smp 2 -m 2048 \
+# shellcheck disable=SC2086 # qemu_machine is words
+timeout --kill-after=10 "$boot_timeout" "$qemu" \
+	-accel tcg $qemu_machine -smp 2 -m 2048 \
 	-nographic -no-reboot -nodefaults -serial stdio \
 	-kernel "$kdir/vmlinuz" -initrd "$tmp/initrd.gz" \
-	-append "console=ttyS0 panic=-1 quiet loglevel=3" \
+	-append "console=$console panic=-1 quiet loglevel=3" \
 	</dev/null >"$log" 2>&1 &
 qemu_pid=$!
 tail -n +1 -f --pid="$qemu_pid" "$log" | tr -d '\r' >&2 &

@@ -22,6 +22,7 @@ package chardev
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,9 +48,9 @@ const (
 	bpfTax  = unix.BPF_MISC | unix.BPF_TAX
 	bpfRet  = unix.BPF_RET | unix.BPF_K
 
-	auditArchX8664 = 0xc000003e
 	// x32SyscallBit marks a call of the x32 ABI, whose numbers on
-	// x86_64's own arch mean other calls than the filter compares with.
+	// x86_64's own arch mean other calls than the filter compares with
+	// (sysArch.x32).
 	x32SyscallBit = 0x40000000
 
 	// Offsets in struct seccomp_data.
@@ -154,14 +155,16 @@ func argHigh(i int) uint32 { return uint32(offArgs + 8*i + 4) }
 // pathCalls whatever its flags, but an open with O_CREAT|O_EXCL, and a
 // newfstatat or statx without AT_EMPTY_PATH.
 //
-// The direct filters fail every call of another ABI with ENOSYS: a 32-bit call
-// (int $0x80, AUDIT_ARCH_I386) or an x32 one has numbers the filter does
-// not know, so it would reach a device descriptor's file unseen.
+// The numbers are the running architecture's (hostArch: x86_64 or
+// arm64). The direct filters fail every call of another ABI with ENOSYS:
+// a 32-bit call (int $0x80, AUDIT_ARCH_I386; arm64's AArch32 compat) or
+// an x32 one has numbers the filter does not know, so it would reach a
+// device descriptor's file unseen.
 //
 // Descriptors are ints: the kernel reads the low 32 bits, and negative
 // ones (EBADF, or AT_FDCWD) are not in the range.
 func filter(direct bool, ioctlType uint32) []unix.SockFilter {
-	return buildFilter(filterMode{direct: direct, ioctlType: ioctlType})
+	return buildFilter(filterMode{arch: hostArch, direct: direct, ioctlType: ioctlType})
 }
 
 // pathFilter is the filter of the filter host view (Config.Paths): the
@@ -170,13 +173,23 @@ func filter(direct bool, ioctlType uint32) []unix.SockFilter {
 // BPF cannot read the path and the view's directories and links exist
 // nowhere on disk.
 func pathFilter(ioctlType uint32) []unix.SockFilter {
-	return buildFilter(filterMode{direct: true, paths: true, ioctlType: ioctlType})
+	return buildFilter(filterMode{arch: hostArch, direct: true, paths: true, ioctlType: ioctlType})
 }
 
-// filterMode is what a filter sends beyond the FUSE descriptors' calls.
+// filterMode is what a filter sends beyond the FUSE descriptors' calls,
+// for which architecture.
 type filterMode struct {
+	arch          *sysArch
 	direct, paths bool
 	ioctlType     uint32
+}
+
+// on adds a jump to label if the syscall number is call c's; nothing
+// where the architecture lacks c.
+func (m filterMode) on(a *asm, c sysCall, label string) {
+	if nr, ok := m.arch.nr(c); ok {
+		a.jump(bpfJeq, uint32(nr), label, "")
+	}
 }
 
 func buildFilter(m filterMode) []unix.SockFilter {
@@ -222,52 +235,61 @@ func buildFilter(m filterMode) []unix.SockFilter {
 func dispatch(a *asm, m filterMode) {
 	a.stmt(bpfLdW, offArch)
 	if m.direct {
-		a.jump(bpfJeq, auditArchX8664, "", "enosys")
+		a.jump(bpfJeq, m.arch.audit, "", "enosys")
 	} else {
 		// A FUSE descriptor's every call reaches the daemon as FUSE
 		// requests, whatever ABI made it.
-		a.jump(bpfJeq, auditArchX8664, "", "allow")
+		a.jump(bpfJeq, m.arch.audit, "", "allow")
 	}
 	a.stmt(bpfLdW, offNr)
-	if m.direct {
+	if m.direct && m.arch.x32 {
 		a.jump(bpfJset, x32SyscallBit, "enosys", "")
 	}
-	a.jump(bpfJeq, unix.SYS_OPEN, "open", "")
-	a.jump(bpfJeq, unix.SYS_OPENAT, "openat", "")
-	a.jump(bpfJeq, unix.SYS_OPENAT2, "notify", "")
-	a.jump(bpfJeq, unix.SYS_FSTAT, "fd0", "")
-	a.jump(bpfJeq, unix.SYS_DUP, "fd0", "")
-	a.jump(bpfJeq, unix.SYS_NEWFSTATAT, "newfstatat", "")
-	a.jump(bpfJeq, unix.SYS_STATX, "statx", "")
-	a.jump(bpfJeq, unix.SYS_MMAP, "mmap", "")
-	a.jump(bpfJeq, unix.SYS_MREMAP, "mremap", "")
-	a.jump(bpfJeq, unix.SYS_DUP2, "dup2", "")
-	a.jump(bpfJeq, unix.SYS_DUP3, "dup2", "")
-	a.jump(bpfJeq, unix.SYS_FCNTL, "fcntl", "")
+	for _, j := range commonJumps {
+		m.on(a, j.call, j.label)
+	}
 	if m.paths {
 		for _, c := range pathCalls {
 			if c.viaDispatch {
-				a.jump(bpfJeq, uint32(c.x8664), "notify", "")
+				m.on(a, c.call, "notify")
 			}
 		}
 	}
 	if m.direct {
-		a.jump(bpfJeq, unix.SYS_IOCTL, "ioctl", "")
-		a.jump(bpfJeq, unix.SYS_CLOSE, "fd0", "")
-		a.jump(bpfJeq, unix.SYS_CLOSE_RANGE, "closerange", "")
-		a.jump(bpfJeq, unix.SYS_EXECVE, "notify", "")
-		a.jump(bpfJeq, unix.SYS_EXECVEAT, "notify", "")
-		a.jump(bpfJeq, unix.SYS_TRUNCATE, "notify", "")
+		for _, j := range directJumps {
+			m.on(a, j.call, j.label)
+		}
 		for _, r := range refusals {
 			if r.anyFD {
-				a.jump(bpfJeq, uint32(r.nr), "notify", "")
+				m.on(a, r.call, "notify")
 				continue
 			}
-			a.jump(bpfJeq, uint32(r.nr), refusalLabel(r.nr), "")
+			m.on(a, r.call, refusalLabel(r.call))
 		}
 	}
 	a.goTo("allow")
 }
+
+// jumpTo sends a call to the checks at label.
+type jumpTo struct {
+	call  sysCall
+	label string
+}
+
+// commonJumps are where every filter sends a call; directJumps where the
+// direct filters send the calls of direct descriptors.
+var (
+	commonJumps = []jumpTo{
+		{sysOpen, "open"}, {sysOpenat, "openat"}, {sysOpenat2, "notify"},
+		{sysFstat, "fd0"}, {sysDup, "fd0"}, {sysNewfstatat, "newfstatat"},
+		{sysStatx, "statx"}, {sysMmap, "mmap"}, {sysMremap, "mremap"},
+		{sysDup2, "dup2"}, {sysDup3, "dup2"}, {sysFcntl, "fcntl"},
+	}
+	directJumps = []jumpTo{
+		{sysIoctl, "ioctl"}, {sysClose, "fd0"}, {sysCloseRange, "closerange"},
+		{sysExecve, "notify"}, {sysExecveat, "notify"}, {sysTruncate, "notify"},
+	}
+)
 
 // openChecks decides opens by their flags, and the stat calls by
 // AT_EMPTY_PATH.
@@ -279,7 +301,7 @@ func openChecks(a *asm, m filterMode) {
 	a.stmt(bpfLdW, argLow(2))
 	a.label("openflags")
 	if !m.paths {
-		a.jump(bpfJset, unix.O_PATH|unix.O_DIRECTORY, "allow", "")
+		a.jump(bpfJset, unix.O_PATH|m.arch.oDirectory, "allow", "")
 	}
 	a.stmt(bpfAnd, unix.O_CREAT|unix.O_EXCL)
 	a.jump(bpfJeq, unix.O_CREAT|unix.O_EXCL, "allow", "notify")
@@ -355,14 +377,14 @@ func directChecks(a *asm, m filterMode) {
 		if r.anyFD {
 			continue
 		}
-		a.label(refusalLabel(r.nr))
+		a.label(refusalLabel(r.call))
 		for k, i := range r.fdArgs {
 			next := "allow"
 			if k < len(r.fdArgs)-1 {
-				next = fmt.Sprintf("%s.%d", refusalLabel(r.nr), k+1)
+				next = fmt.Sprintf("%s.%d", refusalLabel(r.call), k+1)
 			}
 			if k > 0 {
-				a.label(fmt.Sprintf("%s.%d", refusalLabel(r.nr), k))
+				a.label(fmt.Sprintf("%s.%d", refusalLabel(r.call), k))
 			}
 			a.stmt(bpfLdW, argLow(i))
 			a.jump(bpfJset, 0x80000000, next, "")
@@ -371,7 +393,7 @@ func directChecks(a *asm, m filterMode) {
 	}
 }
 
-func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
+func refusalLabel(c sysCall) string { return fmt.Sprintf("refuse%d", c) }
 
 // InstallFilter installs the filter on the calling thread (which must stay
 // locked to its goroutine until it execs) and returns the listener fd.
@@ -382,6 +404,9 @@ func refusalLabel(nr int) string { return fmt.Sprintf("refuse%d", nr) }
 // the call and restart it, and the driver would run it twice. killable
 // is false when the kernel lacks that wait.
 func InstallFilter(direct bool, ioctlType uint32) (listener int, killable bool, err error) {
+	if hostArch == nil {
+		return -1, false, errNoArch
+	}
 	return installProg(filter(direct, ioctlType), direct)
 }
 
@@ -389,8 +414,14 @@ func InstallFilter(direct bool, ioctlType uint32) (listener int, killable bool, 
 // (pathFilter, Config.Paths): the direct filter that also sends the
 // path calls.
 func InstallViewFilter(ioctlType uint32) (listener int, killable bool, err error) {
+	if hostArch == nil {
+		return -1, false, errNoArch
+	}
 	return installProg(pathFilter(ioctlType), true)
 }
+
+// errNoArch: the filters know no other architecture's numbers.
+var errNoArch = fmt.Errorf("seccomp: the filters serve amd64 and arm64, not %s", runtime.GOARCH)
 
 func installProg(prog []unix.SockFilter, direct bool) (listener int, killable bool, err error) {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}

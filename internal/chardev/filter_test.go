@@ -1,60 +1,14 @@
+//go:build amd64
+
+// The x86_64 filters' decisions, by x86_64 syscall number.
+
 package chardev
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
-
-// run interprets the filter on one syscall as the kernel would (the
-// opcodes the filter uses only) and returns its action.
-func run(t *testing.T, prog []unix.SockFilter, arch uint32, nr int, args ...uint64) uint32 {
-	t.Helper()
-	var data [64]byte
-	binary.LittleEndian.PutUint32(data[offNr:], uint32(nr))
-	binary.LittleEndian.PutUint32(data[offArch:], arch)
-	for i, a := range args {
-		binary.LittleEndian.PutUint64(data[offArgs+8*i:], a)
-	}
-	var acc, x uint32
-	for pc := 0; pc < len(prog); pc++ {
-		in := prog[pc]
-		cond := func(ok bool) {
-			if ok {
-				pc += int(in.Jt)
-			} else {
-				pc += int(in.Jf)
-			}
-		}
-		switch in.Code {
-		case bpfLdW:
-			acc = binary.LittleEndian.Uint32(data[in.K:])
-		case bpfJeq:
-			cond(acc == in.K)
-		case bpfJge:
-			cond(acc >= in.K)
-		case bpfJset:
-			cond(acc&in.K != 0)
-		case bpfJgtX:
-			cond(acc > x)
-		case bpfJeqX:
-			cond(acc == x)
-		case bpfJa:
-			pc += int(in.K)
-		case bpfAnd:
-			acc &= in.K
-		case bpfTax:
-			x = acc
-		case bpfRet:
-			return in.K
-		default:
-			t.Fatalf("opcode %#x at %d not interpreted", in.Code, pc)
-		}
-	}
-	t.Fatal("filter fell off its end")
-	return 0
-}
 
 // The filter notifies exactly the calls that can concern a device.
 func TestFilterDecisions(t *testing.T) {
@@ -117,7 +71,7 @@ func TestFilterDecisions(t *testing.T) {
 		{"read", unix.SYS_READ, []uint64{in, path, 10}, allow},
 		{"ioctl", unix.SYS_IOCTL, []uint64{in, 0x40084e64, path}, allow},
 	} {
-		if got := run(t, filter(false, neuronType), auditArchX8664, c.nr, c.args...); got != c.want {
+		if got := run(t, filter(false, neuronType), archAMD64.audit, c.nr, c.args...); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
 	}
@@ -185,7 +139,7 @@ func TestFilterDecisionsDirect(t *testing.T) {
 		{"getpid", unix.SYS_GETPID, nil, allow},
 		{"execve", unix.SYS_EXECVE, []uint64{path, 0, 0}, notify},
 	} {
-		if got := run(t, filter(true, neuronType), auditArchX8664, c.nr, c.args...); got != c.want {
+		if got := run(t, filter(true, neuronType), archAMD64.audit, c.nr, c.args...); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
 	}
@@ -215,16 +169,12 @@ func TestFilterDirectRefusesOtherABIs(t *testing.T) {
 		{"i386 getpid", auditI386, 20, enosys},
 		{"arm compat", auditARM, 0, enosys},
 		{"arm64", auditArm64, 0, enosys},
-		{"x32 ftruncate", auditArchX8664, x32SyscallBit | unix.SYS_FTRUNCATE, enosys},
-		{"x32 getpid", auditArchX8664, x32SyscallBit | unix.SYS_GETPID, enosys},
-		{"x86_64 getpid", auditArchX8664, unix.SYS_GETPID, allow},
+		{"x32 ftruncate", archAMD64.audit, x32SyscallBit | unix.SYS_FTRUNCATE, enosys},
+		{"x32 getpid", archAMD64.audit, x32SyscallBit | unix.SYS_GETPID, enosys},
+		{"x86_64 getpid", archAMD64.audit, unix.SYS_GETPID, allow},
 	} {
 		if got := run(t, filter(true, neuronType), c.arch, c.nr, fd, 4096); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
 	}
 }
-
-// neuronType is the driver's ioctl type byte ('N', ioctl.Magic, which
-// this package may not import): the filter is given it.
-const neuronType = 'N'

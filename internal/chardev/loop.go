@@ -183,45 +183,46 @@ func (s *Supervisor) slow(f func()) {
 }
 
 func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
-	if s.paths != nil && s.handleView(n, sc) {
+	call := hostArch.call(n.Data.Nr)
+	if s.paths != nil && s.handleView(n, call, sc) {
 		return
 	}
 	a := n.Data.Args
-	switch n.Data.Nr {
-	case unix.SYS_OPEN:
+	switch call {
+	case sysOpen:
 		s.handleOpen(n, sc, unix.AT_FDCWD, a[0], a[1])
-	case unix.SYS_OPENAT:
+	case sysOpenat:
 		s.handleOpen(n, sc, int32(a[0]), a[1], a[2])
-	case unix.SYS_OPENAT2:
+	case sysOpenat2:
 		s.handleOpenat2(n, sc, int32(a[0]), a[1], a[2], a[3])
-	case unix.SYS_FSTAT:
+	case sysFstat:
 		s.handleStat(n, int32(a[0]), a[1], false, 0)
-	case unix.SYS_NEWFSTATAT:
+	case sysNewfstatat:
 		s.handleEmptyPathStat(n, sc, int32(a[0]), a[1], a[2], false, 0)
-	case unix.SYS_STATX:
+	case sysStatx:
 		s.handleEmptyPathStat(n, sc, int32(a[0]), a[1], a[4], true, uint32(a[3]))
-	case unix.SYS_MMAP:
+	case sysMmap:
 		s.handleMmap(n, int32(a[4]), a[5], a[1], int(a[2]), int(a[3]))
-	case unix.SYS_MREMAP:
+	case sysMremap:
 		s.handleMremap(n, a[0], a[1], a[2])
-	case unix.SYS_DUP:
+	case sysDup:
 		s.handleDup(n, int32(a[0]), false)
-	case unix.SYS_FCNTL:
+	case sysFcntl:
 		s.handleFcntl(n, int32(a[0]), int32(a[1]), a[2])
-	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+	case sysExecve, sysExecveat:
 		s.handleExec(n)
-	case unix.SYS_IOCTL:
+	case sysIoctl:
 		s.handleIoctl(n, int32(a[0]), uint32(a[1]), a[2])
-	case unix.SYS_CLOSE:
+	case sysClose:
 		s.handleClose(n, int32(a[0]))
-	case unix.SYS_CLOSE_RANGE:
+	case sysCloseRange:
 		s.handleCloseRange(n, uint32(a[0]), uint32(a[1]), uint32(a[2]))
-	case unix.SYS_DUP2, unix.SYS_DUP3:
+	case sysDup2, sysDup3:
 		s.handleDup2(n, int32(a[0]), int32(a[1]))
-	case unix.SYS_TRUNCATE:
+	case sysTruncate:
 		s.handleTruncate(n, sc, a[0])
 	default:
-		if r, ok := refusalFor(n.Data.Nr); ok {
+		if r, ok := refusalFor(call); ok {
 			s.handleRefusal(n, r)
 			return
 		}

@@ -18,7 +18,7 @@ import (
 // anyFD whatever the number), and the supervisor answers a device
 // descriptor's with the device file's errno.
 type refusal struct {
-	nr     int
+	call   sysCall
 	fdArgs []int // the arguments that are descriptors
 	// need is the access the kernel checks first (EBADF without it, the
 	// same for both files): needNothing, unix.O_RDONLY or unix.O_WRONLY.
@@ -38,29 +38,29 @@ const needNothing = -1
 // of a non-regular file (EINVAL), fallocate of a character device
 // (ENODEV), and the splice family without splice operations (EINVAL).
 var refusals = []refusal{
-	{nr: unix.SYS_READ, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_READV, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_PREAD64, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_PREADV, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_PREADV2, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_WRITE, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_WRITEV, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_PWRITE64, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_PWRITEV, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_PWRITEV2, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
-	{nr: unix.SYS_LSEEK, fdArgs: []int{0}, need: needNothing, errno: unix.ESPIPE},
-	{nr: unix.SYS_FTRUNCATE, fdArgs: []int{0}, need: needNothing, errno: unix.EINVAL, anyFD: true},
-	{nr: unix.SYS_FALLOCATE, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.ENODEV, anyFD: true},
-	{nr: unix.SYS_SENDFILE, fdArgs: []int{0, 1}, need: needNothing, errno: unix.EINVAL},
-	{nr: unix.SYS_SPLICE, fdArgs: []int{0, 2}, need: needNothing, errno: unix.EINVAL},
-	{nr: unix.SYS_TEE, fdArgs: []int{0, 1}, need: needNothing, errno: unix.EINVAL},
-	{nr: unix.SYS_COPY_FILE_RANGE, fdArgs: []int{0, 2}, need: needNothing, errno: unix.EINVAL},
+	{call: sysRead, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{call: sysReadv, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{call: sysPread64, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{call: sysPreadv, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{call: sysPreadv2, fdArgs: []int{0}, need: unix.O_RDONLY, errno: unix.EINVAL},
+	{call: sysWrite, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{call: sysWritev, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{call: sysPwrite64, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{call: sysPwritev, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{call: sysPwritev2, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.EINVAL},
+	{call: sysLseek, fdArgs: []int{0}, need: needNothing, errno: unix.ESPIPE},
+	{call: sysFtruncate, fdArgs: []int{0}, need: needNothing, errno: unix.EINVAL, anyFD: true},
+	{call: sysFallocate, fdArgs: []int{0}, need: unix.O_WRONLY, errno: unix.ENODEV, anyFD: true},
+	{call: sysSendfile, fdArgs: []int{0, 1}, need: needNothing, errno: unix.EINVAL},
+	{call: sysSplice, fdArgs: []int{0, 2}, need: needNothing, errno: unix.EINVAL},
+	{call: sysTee, fdArgs: []int{0, 1}, need: needNothing, errno: unix.EINVAL},
+	{call: sysCopyFileRange, fdArgs: []int{0, 2}, need: needNothing, errno: unix.EINVAL},
 }
 
-// refusalFor is the refusal of syscall nr, if it is one.
-func refusalFor(nr int32) (*refusal, bool) {
+// refusalFor is the refusal of call c, if it is one.
+func refusalFor(c sysCall) (*refusal, bool) {
 	for i := range refusals {
-		if refusals[i].nr == int(nr) {
+		if refusals[i].call == c {
 			return &refusals[i], true
 		}
 	}

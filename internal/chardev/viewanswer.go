@@ -246,7 +246,7 @@ func (s *Supervisor) statView(n *seccompNotif, r Route, buf uint64, nofollow, is
 		if !r.Own {
 			stx.Uid, stx.Gid = 0, 0
 		}
-		stx.Nlink = min(stx.Nlink, uint32(viewNlink(uint32(stx.Mode))))
+		capNlink(&stx.Nlink, uint32(stx.Mode))
 		out = unsafe.Slice((*byte)(unsafe.Pointer(&stx)), unsafe.Sizeof(stx))
 	} else {
 		var st unix.Stat_t
@@ -257,19 +257,19 @@ func (s *Supervisor) statView(n *seccompNotif, r Route, buf uint64, nofollow, is
 		if !r.Own {
 			st.Uid, st.Gid = 0, 0
 		}
-		st.Nlink = min(st.Nlink, viewNlink(st.Mode))
+		capNlink(&st.Nlink, st.Mode)
 		out = unsafe.Slice((*byte)(unsafe.Pointer(&st)), unsafe.Sizeof(st))
 	}
 	s.writeAnswer(n, buf, out, 0)
 }
 
-// viewNlink caps the link count a stat reports: the view's attributes
+// capNlink caps the link count a stat reports: the view's attributes
 // are links of a few files (hostview.Shadow), a sysfs file has one.
-func viewNlink(mode uint32) uint64 {
+// stat's st_nlink is 64-bit on x86_64, 32-bit on arm64.
+func capNlink[T uint32 | uint64](nlink *T, mode uint32) {
 	if mode&unix.S_IFMT == unix.S_IFREG {
-		return 1
+		*nlink = min(*nlink, 1)
 	}
-	return ^uint64(0)
 }
 
 // accessView answers access/faccessat/faccessat2 of an emulated path by

@@ -35,11 +35,11 @@ func viewNodeStatx(stx *unix.Statx_t) {
 // handleView serves a call of the view: a path call, or a write of an
 // attribute's descriptor. It reports false for every other call, which
 // handle then serves as without a view.
-func (s *Supervisor) handleView(n *seccompNotif, sc *scratch) bool {
-	if n.Data.Nr == unix.SYS_WRITE || n.Data.Nr == unix.SYS_PWRITE64 {
+func (s *Supervisor) handleView(n *seccompNotif, call sysCall, sc *scratch) bool {
+	if call == sysWrite || call == sysPwrite64 {
 		return s.handleAttrWrite(n)
 	}
-	c, ok := pathCallFor(n.Data.Nr)
+	c, ok := pathCallFor(call)
 	if !ok {
 		return false
 	}
@@ -51,7 +51,7 @@ func (s *Supervisor) handleView(n *seccompNotif, sc *scratch) bool {
 	if (c.kind == pathStat && c.flags >= 0 || c.kind == pathStatx) && flags&unix.AT_EMPTY_PATH != 0 {
 		return false // an fstat (handleEmptyPathStat)
 	}
-	if c.name == "openat2" {
+	if c.call == sysOpenat2 {
 		var how unix.OpenHow
 		if readStruct(n.Pid, a[2], &how) != nil || a[3] < uint64(unsafe.Sizeof(how)) {
 			s.pass(n.ID)
@@ -83,7 +83,7 @@ func (s *Supervisor) handleView(n *seccompNotif, sc *scratch) bool {
 		// say; cleaning took it off.
 		flags &^= unix.O_NOFOLLOW | unix.AT_SYMLINK_NOFOLLOW
 		if c.kind == pathLstat {
-			c = &pathCall{name: "stat", kind: pathStat, path: c.path}
+			c = &pathCall{call: sysStat, kind: pathStat, path: c.path}
 		}
 	}
 	s.serveRoute(n, c, r, flags)
@@ -161,7 +161,7 @@ func (s *Supervisor) serveRoute(n *seccompNotif, c *pathCall, r Route, flags uin
 	case pathXattr:
 		// No extended attribute on a sysfs file or device node: a
 		// list is empty, a get finds none.
-		if strings.HasSuffix(c.name, "listxattr") {
+		if c.call == sysListxattr || c.call == sysLlistxattr {
 			s.respond(n.ID, 0, 0, 0)
 			return
 		}
