@@ -9,7 +9,8 @@
 # filter host view).
 #
 # Needs root only to install what is missing (apt-get: qemu-system-x86,
-# busybox-static, cpio); the kernel package is fetched by name with
+# busybox-static, cpio; python3 and python3-pytest, whose interpreter,
+# libraries and imported modules the guest gets); the kernel package is fetched by name with
 # apt-get download and unpacked into a cache, never installed.
 #
 # Environment:
@@ -40,13 +41,16 @@ cd "$(dirname "$0")/.."
 # supervisor's mmap rules and refusals, descriptors across fork, dup and
 # a low descriptor limit, a storm of killed clients, unprivileged clients
 # and signal forwarding; and mount refusing to start without passthrough
-# unless given --degraded-mmap. Not here: the C and Python client tests
-# (the guest has no compiler or interpreter), lspci, and the other mount
+# unless given --degraded-mmap; the pytest plugin's suite in a host as
+# root, as nobody rootless and in a container's conditions (the test
+# binary runs in /tmp, where ../../python is the guest's /python). Not
+# here: TestRunCharacterDevicesPythonAndC (the guest has no compiler; the
+# container phase runs both clients itself), lspci, and the other mount
 # tests and the tools (they need passthrough); TestRunChardevOpenStorm
 # works but takes a minute under TCG.
 # The supervisor's pins of a killed caller, a client's resize routes and
 # what ends with run are checked here too, on a kernel without thread pidfds.
-default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough|TestRunPinnedCaller|TestRunDeviceFDsResizeRoutes|TestRunKilledStopsProgram|TestRunDaemonKilledStopsProgram)$'
+default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough|TestRunPinnedCaller|TestRunDeviceFDsResizeRoutes|TestRunKilledStopsProgram|TestRunDaemonKilledStopsProgram|TestPytestPlugin|TestPytestPluginRootless|TestPytestPluginContainer)$'
 run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # As uid 65534 run is rootless: a user namespace, FUSE mounted in it,
 # whiteout stand-ins for /dev/neuronN and every device descriptor from the
@@ -80,6 +84,8 @@ command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
 # the static one.
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
 command -v cpio >/dev/null || missing="$missing cpio"
+[ -x /usr/bin/python3 ] || missing="$missing python3"
+/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$missing python3-pytest"
 if [ -n "$missing" ]; then
 	[ "$(id -u)" = 0 ] || die "missing packages:$missing (install them, or run as root)"
 	say "installing$missing"
@@ -165,14 +171,14 @@ if [ ! -s "$kdir/vmlinuz" ] || [ ! -e "$kdir/modules.order" ]; then
 	say "kernel fetched and unpacked in $((SECONDS - t0)) s"
 fi
 
-# Static binaries: the guest has no libc.
+# Static binaries: the guest has no libc (but for Python's, below).
 t0=$SECONDS
 root="$tmp/root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,lib/modules}
 CGO_ENABLED=0 go build -o "$root/bin/neuronfs" ./cmd/neuronfs
 CGO_ENABLED=0 go test -c -o "$root/bin/neuronfs.test" ./cmd/neuronfs
-# The C device-opening client (the one TestRunCharDevice builds), for the
-# container phase; the guest has no compiler, and no Python either.
+# The C device-opening client (the one TestRunCharacterDevicesPythonAndC
+# builds), for the container phase; the guest has no compiler.
 gcc -static -O2 -o "$root/bin/chardev_check" cmd/neuronfs/testdata/chardev_check.c ||
 	die "gcc -static cmd/neuronfs/testdata/chardev_check.c failed (Debian: gcc, libc6-dev)"
 # ldd (libc-bin, always there) fails on a static executable.
@@ -182,6 +188,9 @@ for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" "$root/bin/chardev_check
 	fi
 done
 cp /bin/busybox "$root/bin/busybox"
+# Python with the modules its clients import, its libraries, the Python
+# device-opening client and the pytest plugin's suite.
+scripts/vmtest-python.sh "$root" || die "scripts/vmtest-python.sh failed"
 cp "$kdir"/modules/*.ko "$root/lib/modules/" 2>/dev/null || true
 cp "$kdir/modules.order" "$root/lib/modules/"
 echo 'root:x:0:0:root:/tmp:/bin/sh
@@ -199,7 +208,7 @@ nogroup:x:65534:' >"$root/etc/group"
 cp scripts/vmtest-init.sh "$root/init"
 chmod 755 "$root/init"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) >"$tmp/initrd.gz"
-say "binaries and initramfs built in $((SECONDS - t0)) s"
+say "binaries and initramfs ($(du -h "$tmp/initrd.gz" | cut -f1)) built in $((SECONDS - t0)) s"
 
 # Plain TCG: nested KVM is not to be relied on. panic=-1 and -no-reboot
 # end QEMU if init dies; init powers off whatever happens.
