@@ -183,8 +183,12 @@ func (s *Supervisor) slow(f func()) {
 }
 
 func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
-	if s.paths != nil && s.handleView(n, sc) {
-		return
+	if s.paths != nil {
+		// The caller's writes through attribute pipes come first.
+		s.pipes.settle()
+		if s.handleView(n, sc) {
+			return
+		}
 	}
 	a := n.Data.Args
 	switch n.Data.Nr {
@@ -216,8 +220,10 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 		s.handleClose(n, int32(a[0]))
 	case unix.SYS_CLOSE_RANGE:
 		s.handleCloseRange(n, uint32(a[0]), uint32(a[1]), uint32(a[2]))
-	case unix.SYS_DUP2, unix.SYS_DUP3:
-		s.handleDup2(n, int32(a[0]), int32(a[1]))
+	case unix.SYS_DUP2:
+		s.handleDup2(n, int32(a[0]), int32(a[1]), false)
+	case unix.SYS_DUP3:
+		s.handleDup2(n, int32(a[0]), int32(a[1]), a[2]&unix.O_CLOEXEC != 0)
 	case unix.SYS_TRUNCATE:
 		s.handleTruncate(n, sc, a[0])
 	default:
