@@ -64,9 +64,10 @@ default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRun
 # With /dev/fuse removed and user namespaces disabled, as uid 65534 (an
 # unprivileged container), run takes the filter host view: the tests that
 # make sense without a mount. TestRunContainer checks the paths a program
-# finds the devices by; the rest as in the unprivileged phase, where they
-# need no FUSE mount of their own.
-default_container_run='^(TestRunContainer|TestRunDeviceFDs|TestRunChecksEveryDevice|TestRunExitStatus|TestRunStartFailureNamesCommand|TestRunChecksMmap|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunDeviceFDsRefusals)$'
+# finds the devices by, TestRunShellRedirect a shell's redirects into
+# attributes (busybox sh, as /bin/sh and by name); the rest as in the
+# unprivileged phase, where they need no FUSE mount of their own.
+default_container_run='^(TestRunContainer|TestRunShellRedirect|TestRunDeviceFDs|TestRunChecksEveryDevice|TestRunExitStatus|TestRunStartFailureNamesCommand|TestRunChecksMmap|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunDeviceFDsRefusals)$'
 boot_timeout=${NEURONFS_VMTEST_TIMEOUT:-1800}
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
 marker=VMTEST-RESULT
