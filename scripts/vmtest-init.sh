@@ -113,6 +113,29 @@ phase_store() {
 	esac
 }
 
+# The pytest plugin's suite as a user runs it in a container: pytest as
+# nobody, whose sessions' `neuronfs run` (auto) take the filter view.
+container_pytest() {
+	echo "vmtest: [container] python3 -m pytest -p pytest_neuronfs --neuron-instance trn2.3xlarge tests"
+	start=$(date +%s)
+	out=$(cd /python && su -p -s /bin/sh -c 'exec "$@"' -- nobody sh \
+		env -u NEURONFS_MEMORY_BACKING PYTHONPATH=/python PYTHONDONTWRITEBYTECODE=1 NEURONFS_BIN=/bin/neuronfs \
+		/usr/bin/python3 -m pytest -p pytest_neuronfs -p no:cacheprovider -v \
+		--neuron-instance trn2.3xlarge --neuronfs-arg=--log-level=error tests 2>&1)
+	st=$?
+	echo "$out"
+	[ "$st" = 0 ] || fail container-pytest "status $st"
+	# Every test of the suite, in its session (as TestPytestPlugin checks).
+	for t in test_devices_are_character_devices test_state_follows_an_open test_reset_failure \
+		test_bad_fault_list test_runs_on_the_instance_it_asks_for test_fail_call test_fail_calls_randomly; do
+		case $out in
+		*"::$t PASSED"*) ;;
+		*) fail container-pytest "$t did not pass" ;;
+		esac
+	done
+	echo "vmtest: [container] pytest took $(($(date +%s) - start)) s"
+}
+
 phase root root "$VMTEST_RUN"
 # The same checks as uid 65534, for when run works without root.
 if [ "$VMTEST_UNPRIVILEGED" = 1 ]; then
@@ -140,5 +163,21 @@ if [ "$VMTEST_CONTAINER" = 1 ]; then
 		[ "$st $out" = "0 c ok" ] || fail container-c "status $st"
 	else
 		echo "vmtest: [container] no chardev_check for $(uname -m): the C client is not run"
+	fi
+	# The Python one (cmd/neuronfs/testdata/chardev_check.py, Debian's
+	# interpreter with the modules it imports; an amd64 guest only, as
+	# the host's interpreter is copied): the same, and the
+	# devices counted by a walk of /dev, sysfs links and the DMI name.
+	if [ -x /usr/bin/python3 ]; then
+		echo "vmtest: [container] neuronfs run --instance trn2.48xlarge -- python3 chardev_check.py"
+		out=$(su -p -s /bin/sh -c 'exec "$@"' -- nobody sh \
+			env -u NEURONFS_MEMORY_BACKING neuronfs run --instance trn2.48xlarge -- \
+			/usr/bin/python3 /bin/chardev_check.py 16 trn2.48xlarge)
+		st=$?
+		echo "$out"
+		[ "$st $out" = "0 python ok" ] || fail container-python "status $st"
+		container_pytest
+	else
+		echo "vmtest: [container] no python3 for $(uname -m): the Python client is not run"
 	fi
 fi

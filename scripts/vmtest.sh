@@ -9,7 +9,8 @@
 # filter host view).
 #
 # Needs root only to install what is missing (apt-get: qemu-system-x86,
-# busybox-static, cpio); the kernel package is fetched by name with
+# busybox-static, cpio; python3 and python3-pytest, whose interpreter,
+# libraries and imported modules the guest gets); the kernel package is fetched by name with
 # apt-get download and unpacked into a cache, never installed.
 #
 # NEURONFS_VMTEST_ARCH=arm64 boots Debian's arm64 cloud kernel in
@@ -52,13 +53,16 @@ cd "$(dirname "$0")/.."
 # supervisor's mmap rules and refusals, descriptors across fork, dup and
 # a low descriptor limit, a storm of killed clients, unprivileged clients
 # and signal forwarding; and mount refusing to start without passthrough
-# unless given --degraded-mmap. Not here: the C and Python client tests
-# (the guest has no compiler or interpreter), lspci, and the other mount
+# unless given --degraded-mmap; the pytest plugin's suite in a host as
+# root, as nobody rootless and in a container's conditions (the test
+# binary runs in /tmp, where ../../python is the guest's /python). Not
+# here: TestRunCharacterDevicesPythonAndC (the guest has no compiler; the
+# container phase runs both clients itself), lspci, and the other mount
 # tests and the tools (they need passthrough); TestRunChardevOpenStorm
 # works but takes a minute under TCG.
 # The supervisor's pins of a killed caller, a client's resize routes and
 # what ends with run are checked here too, on a kernel without thread pidfds.
-default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough|TestRunPinnedCaller|TestRunDeviceFDsResizeRoutes|TestRunKilledStopsProgram|TestRunDaemonKilledStopsProgram)$'
+default_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRunDeviceFDsRefusals|TestRunDeviceFDsChecksMmap|TestRunDeviceFDsStorm|TestRunChecksMmap|TestRunChecksEveryDevice|TestRunCharacterDevices|TestRunChardevDupFollowed|TestRunChardevLowFDLimit|TestRunSupervisorLookupWaitsForAnOpen|TestRunLeavesHostAloneWhileRunning|TestRunExitStatus|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunStartFailureNamesCommand|TestMountWithoutPassthrough|TestRunPinnedCaller|TestRunDeviceFDsResizeRoutes|TestRunKilledStopsProgram|TestRunDaemonKilledStopsProgram|TestPytestPlugin|TestPytestPluginRootless|TestPytestPluginContainer)$'
 run_pattern=${NEURONFS_VMTEST_RUN:-$default_run}
 # As uid 65534 run is rootless: a user namespace, FUSE mounted in it,
 # whiteout stand-ins for /dev/neuronN and every device descriptor from the
@@ -72,9 +76,10 @@ default_unprivileged_run='^(TestRunDeviceFDs|TestRunDeviceFDsNeedChardev|TestRun
 # With /dev/fuse removed and user namespaces disabled, as uid 65534 (an
 # unprivileged container), run takes the filter host view: the tests that
 # make sense without a mount. TestRunContainer checks the paths a program
-# finds the devices by; the rest as in the unprivileged phase, where they
-# need no FUSE mount of their own.
-default_container_run='^(TestRunContainer|TestRunDeviceFDs|TestRunChecksEveryDevice|TestRunExitStatus|TestRunStartFailureNamesCommand|TestRunChecksMmap|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunDeviceFDsRefusals)$'
+# finds the devices by, TestRunShellRedirect a shell's redirects into
+# attributes (busybox sh, as /bin/sh and by name); the rest as in the
+# unprivileged phase, where they need no FUSE mount of their own.
+default_container_run='^(TestRunContainer|TestRunShellRedirect|TestRunDeviceFDs|TestRunChecksEveryDevice|TestRunExitStatus|TestRunStartFailureNamesCommand|TestRunChecksMmap|TestRunAsUnprivilegedUser|TestRunForwardsSIGUSR1|TestRunDeviceFDsRefusals)$'
 cache=${NEURONFS_VMTEST_CACHE:-${XDG_CACHE_HOME:-/var/cache}/neuronfs-vmtest}
 arch=${NEURONFS_VMTEST_ARCH:-amd64}
 if [ "$arch" = arm64 ]; then
@@ -119,6 +124,8 @@ if [ "$arch" = amd64 ]; then
 	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
 fi
 command -v cpio >/dev/null || missing="$missing cpio"
+[ -x /usr/bin/python3 ] || missing="$missing python3"
+/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$missing python3-pytest"
 if [ -n "$missing" ]; then
 	[ "$(id -u)" = 0 ] || die "missing packages:$missing (install them, or run as root)"
 	say "installing$missing"
@@ -224,8 +231,8 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,lib/modules}
 CGO_ENABLED=0 GOARCH=$arch go build -o "$root/bin/neuronfs" ./cmd/neuronfs
 CGO_ENABLED=0 GOARCH=$arch go test -c -o "$root/bin/neuronfs.test" ./cmd/neuronfs
 # The C device-opening client (the one TestRunCharDevice builds), for the
-# container phase; the guest has no compiler, and no Python either. Not
-# for another architecture: no cross compiler is assumed.
+# container phase; the guest has no compiler. Not for another
+# architecture: no cross compiler is assumed.
 if [ "$arch" = amd64 ]; then
 	gcc -static -O2 -o "$root/bin/chardev_check" cmd/neuronfs/testdata/chardev_check.c ||
 		die "gcc -static cmd/neuronfs/testdata/chardev_check.c failed (Debian: gcc, libc6-dev)"
@@ -238,6 +245,12 @@ for f in "$root/bin/neuronfs" "$root/bin/neuronfs.test" "$root"/bin/chardev_chec
 	fi
 done
 cp "$busybox" "$root/bin/busybox"
+# Python with the modules its clients import, its libraries, the Python
+# device-opening client and the pytest plugin's suite: the host's own
+# interpreter, so an amd64 guest only.
+if [ "$arch" = amd64 ]; then
+	scripts/vmtest-python.sh "$root" || die "scripts/vmtest-python.sh failed"
+fi
 cp "$kdir"/modules/*.ko "$root/lib/modules/" 2>/dev/null || true
 cp "$kdir/modules.order" "$root/lib/modules/"
 echo 'root:x:0:0:root:/tmp:/bin/sh
@@ -256,10 +269,12 @@ nogroup:x:65534:' >"$root/etc/group"
 cp scripts/vmtest-init.sh "$root/init"
 chmod 755 "$root/init"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) >"$tmp/initrd.gz"
-say "binaries and initramfs built in $((SECONDS - t0)) s"
+say "binaries and initramfs ($(du -h "$tmp/initrd.gz" | cut -f1)) built in $((SECONDS - t0)) s"
 
 # Plain TCG: nested KVM is not to be relied on. panic=-1 and -no-reboot
-# end QEMU if init dies; init powers off whatever happens.
+# end QEMU if init dies; init powers off whatever happens. no_timer_check:
+# on a loaded host the kernel's check that the IO-APIC timer ticks can
+# miss TCG's ticks and panic ("IO-APIC + timer doesn't work", seen here).
 t0=$SECONDS
 log="$tmp/console.log"
 : >"$log"
@@ -269,7 +284,7 @@ timeout --kill-after=10 "$boot_timeout" "$qemu" \
 	-accel tcg $qemu_machine -smp 2 -m 2048 \
 	-nographic -no-reboot -nodefaults -serial stdio \
 	-kernel "$kdir/vmlinuz" -initrd "$tmp/initrd.gz" \
-	-append "console=$console panic=-1 quiet loglevel=3" \
+	-append "console=$console panic=-1 no_timer_check quiet loglevel=3" \
 	</dev/null >"$log" 2>&1 &
 qemu_pid=$!
 tail -n +1 -f --pid="$qemu_pid" "$log" | tr -d '\r' >&2 &

@@ -192,8 +192,12 @@ func (s *Supervisor) handleFcntl(n *seccompNotif, fd, cmd int32, arg uint64) {
 }
 
 // handleDup2 follows dup2 and dup3 (the filter sends those whose copy
-// lands on a device descriptor's number or replaces one).
-func (s *Supervisor) handleDup2(n *seccompNotif, oldfd, newfd int32) {
+// lands on a device descriptor's number or replaces one); cloexec is
+// dup3's O_CLOEXEC.
+func (s *Supervisor) handleDup2(n *seccompNotif, oldfd, newfd int32, cloexec bool) {
+	if s.paths != nil && newfd < FDBase && s.handleAttrDupLow(n, oldfd, newfd, cloexec) {
+		return
+	}
 	if s.direct != nil {
 		if newfd >= FDBase {
 			s.handleDupOnto(n, oldfd, newfd)

@@ -184,8 +184,12 @@ func (s *Supervisor) slow(f func()) {
 
 func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 	call := hostArch.call(n.Data.Nr)
-	if s.paths != nil && s.handleView(n, call, sc) {
-		return
+	if s.paths != nil {
+		// The caller's writes through attribute pipes come first.
+		s.pipes.settle()
+		if s.handleView(n, call, sc) {
+			return
+		}
 	}
 	a := n.Data.Args
 	switch call {
@@ -217,8 +221,10 @@ func (s *Supervisor) handle(n *seccompNotif, sc *scratch) {
 		s.handleClose(n, int32(a[0]))
 	case sysCloseRange:
 		s.handleCloseRange(n, uint32(a[0]), uint32(a[1]), uint32(a[2]))
-	case sysDup2, sysDup3:
-		s.handleDup2(n, int32(a[0]), int32(a[1]))
+	case sysDup2:
+		s.handleDup2(n, int32(a[0]), int32(a[1]), false)
+	case sysDup3:
+		s.handleDup2(n, int32(a[0]), int32(a[1]), a[2]&unix.O_CLOEXEC != 0)
 	case sysTruncate:
 		s.handleTruncate(n, sc, a[0])
 	default:

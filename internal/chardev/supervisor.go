@@ -64,6 +64,9 @@ type Supervisor struct {
 
 	// pins are the callers' memory, for Direct's ioctls.
 	pins *memPins
+	// pipes apply the writes of attribute descriptors copied below
+	// FDBase (the filter host view, attrpipe.go).
+	pipes attrPipes
 }
 
 // Config describes the devices a supervisor redirects.
@@ -170,6 +173,7 @@ func Serve(cfg Config) error {
 	s.loops.Add(1)
 	go s.loop()
 	s.wg.Wait()
+	s.pipes.stop()
 	s.pins.close()
 	return unix.Close(s.listener)
 }

@@ -184,13 +184,8 @@ func (s *Supervisor) handleAttrWrite(n *seccompNotif) bool {
 	if fd < FDBase {
 		return false
 	}
-	link, err := readlink(fmt.Sprintf("/proc/%d/fd/%d", n.Pid, fd))
-	rest, ok := strings.CutPrefix(link, "/memfd:"+attrPrefix)
-	if err != nil || !ok {
-		return false
-	}
-	i, err := strconv.Atoi(strings.TrimSuffix(rest, " (deleted)"))
-	if err != nil {
+	i, ok := s.attrIndex(n.Pid, fd)
+	if !ok {
 		return false
 	}
 	if !s.hasAccess(n.Pid, fd, unix.O_WRONLY) {
@@ -218,6 +213,18 @@ func (s *Supervisor) handleAttrWrite(n *seccompNotif) bool {
 		s.respond(id, int64(count), 0, 0)
 	})
 	return true
+}
+
+// attrIndex is the attribute whose memory file (openAttr) is task pid's
+// descriptor fd, if it is one.
+func (s *Supervisor) attrIndex(pid uint32, fd int32) (int, bool) {
+	link, err := readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
+	rest, ok := strings.CutPrefix(link, "/memfd:"+attrPrefix)
+	if err != nil || !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(strings.TrimSuffix(rest, " (deleted)"))
+	return i, err == nil
 }
 
 // statView answers a stat of an emulated path: the device node's, or the

@@ -81,7 +81,7 @@ var order = [rankCount]Info{
 	RankRegisters:  {Name: "Registers", Owner: "mmio", Guards: "plain BAR registers"},
 	RankMemLimit:   {Name: "MemLimit", Owner: "device", Guards: "the host's memory limit (what the backing files hold, checked and reserved before a write)"},
 	RankTransport: {Name: "Transport", Owner: "fs, internal/fuseuring, internal/chardev", Guards: "the thread-to-process cache, on-behalf opens and direct opens (fs), " +
-		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way and the cache of callers' pinned memory (chardev); leaves"},
+		"a queue's list of replies from workers (fuseuring), descriptor numbers reserved for an installation under way, the cache of callers' pinned memory and the live attribute pipes (chardev); leaves"},
 	RankTestbed:    {Name: "Testbed", Owner: "testbed", Guards: "a test's emulated host: the commands it serves and whether it is closing; a leaf"},
 	RankExecTrace:  {Name: "ExecTrace", Owner: "chip/exectrace", Guards: "the execution trace file (--exec-trace): its buffer, named tracks and counts; a leaf, taken by engines and DMA queues holding nothing"},
 	RankEnginePool: {Name: "EnginePool", Owner: "chip", Guards: "a chip's engines waiting for a turn on its bounded set of engine goroutines, and how many of those run; a leaf, taken holding nothing"},
