@@ -134,7 +134,7 @@ func (s *store) reserve(off, n uint64) error {
 		return err
 	}
 	return s.placed(off, n, func(o int64, in, _, l uint64) error {
-		return unix.Fallocate(s.fd, unix.FALLOC_FL_KEEP_SIZE, o+int64(in), int64(l))
+		return Allocate(s.fd, o+int64(in), int64(l))
 	})
 }
 
@@ -151,7 +151,7 @@ func (s *store) punch(off, n uint64) error {
 		if !ok {
 			return nil
 		}
-		if err := unix.Fallocate(s.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, o+int64(in), int64(l)); err != nil {
+		if err := Punch(s.fd, o+int64(in), int64(l)); err != nil {
 			return err
 		}
 		if l == extentSize {

@@ -246,12 +246,6 @@ func TestRunDeviceFDs(t *testing.T) {
 			if c.mode == deviceFDsFUSE && (!strings.HasPrefix(fuseRefusal, "FUSE") || !kernelPassthrough(t)) {
 				t.Skip("run --device-fds=fuse refuses to start here, as checked below: " + fuseRefusal)
 			}
-			if c.fileBacking && !strings.HasPrefix(fuseRefusal, "FUSE") {
-				// Known defect, under investigation: in the 6.1 guest's
-				// container phase a MEM_BUF_COPY64 into a file backing
-				// came back short once in two runs (24 bytes not copied).
-				t.Skip("file backing under the filter view: an intermittent short MEM_BUF_COPY64 on Linux 6.1 is open (issue 44)")
-			}
 			args := []string{"run", "--device-fds=" + c.mode}
 			if c.fileBacking {
 				args = append(args, "--memory-backing=file:"+t.TempDir())
