@@ -46,7 +46,22 @@ const (
 
 func (s *Supervisor) respond(id uint64, val int64, errno unix.Errno, flags uint32) {
 	resp := seccompNotifResp{ID: id, Val: val, Error: -int32(errno), Flags: flags}
-	unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+	listenerIoctl(s.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+}
+
+// listenerIoctl issues a SEND or ID_VALID on the listener, again while a
+// signal interrupts it. Both take the filter's lock interruptibly, so
+// the Go runtime's preemption signal fails them with EINTR when the lock
+// is contended, before they did anything: an answer then never reached
+// its caller, and a live notification read as gone, leaving the caller
+// blocked for good.
+func listenerIoctl(listener int, req uint, arg unsafe.Pointer) unix.Errno {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), uintptr(req), uintptr(arg))
+		if e != unix.EINTR {
+			return e
+		}
+	}
 }
 
 // pass lets the call proceed in the kernel as if it had not been
@@ -56,8 +71,7 @@ func (s *Supervisor) pass(id uint64) { s.respond(id, 0, 0, unix.SECCOMP_USER_NOT
 // valid reports whether the notification is still live, i.e. what was
 // read from the target's memory or /proc belongs to this very syscall.
 func (s *Supervisor) valid(id uint64) bool {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
-	return e == 0
+	return listenerIoctl(s.listener, ioctlNotifIDValid, unsafe.Pointer(&id)) == 0
 }
 
 // addfdUninterrupted issues ADDFD with every signal blocked on the
