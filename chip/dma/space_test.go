@@ -11,14 +11,7 @@ import (
 // Overlapping and touching ranges merge into one window; addresses
 // between windows are unreachable; slices write through to the file.
 func TestSpaceWindows(t *testing.T) {
-	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Ftruncate(fd, 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	fd := spaceFile(t, 1<<20)
 	m := NewSpace(fd, []Range{{0x8000, 0x1000}, {0x1000, 0x2000}, {0x2000, 0x2000}, {0x3000, 0x1000}})
 	defer m.Close()
 	if len(m.windows) != 2 {
@@ -48,14 +41,7 @@ func TestSpaceWindows(t *testing.T) {
 
 func memfdSpace(t *testing.T, rs []Range) *Space {
 	t.Helper()
-	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Ftruncate(fd, 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	fd := spaceFile(t, 1<<20)
 	m := NewSpace(fd, rs)
 	t.Cleanup(m.Close)
 	return m
@@ -115,15 +101,8 @@ func TestSpacePeerRouteAndEffects(t *testing.T) {
 // Missing counts the pages of a range the file does not hold, across
 // more than one batch of mincore, and nothing outside the range.
 func TestSpaceMissing(t *testing.T) {
-	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
 	const size = 64 << 20
-	if err := unix.Ftruncate(fd, size); err != nil {
-		t.Fatal(err)
-	}
+	fd := spaceFile(t, size)
 	m := NewSpace(fd, []Range{{0, size}})
 	defer m.Close()
 	if got := m.Missing(0, size); got != size {
@@ -147,14 +126,7 @@ func TestSpaceMissing(t *testing.T) {
 // A scan abandoned past its deadline may ask Maps while the daemon
 // closes the space (CI found the race); after Close nothing is sliced.
 func TestSpaceMapsDuringClose(t *testing.T) {
-	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Ftruncate(fd, 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	fd := spaceFile(t, 1<<20)
 	m := NewSpace(fd, []Range{{0, 1 << 20}})
 	b, ok := m.Local(0, 8)
 	if !ok {
@@ -177,4 +149,18 @@ func TestSpaceMapsDuringClose(t *testing.T) {
 	if _, ok := m.Local(0, 8); ok {
 		t.Error("a closed space still slices")
 	}
+}
+
+// spaceFile is a memfd of size bytes, closed when the test ends.
+func spaceFile(t *testing.T, size int64) int {
+	t.Helper()
+	fd, err := unix.MemfdCreate("space-test", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Ftruncate(fd, size); err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }
