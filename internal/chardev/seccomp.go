@@ -56,9 +56,17 @@ func (s *Supervisor) respond(id uint64, val int64, errno unix.Errno, flags uint3
 // its caller, and a live notification read as gone, leaving the caller
 // blocked for good.
 func listenerIoctl(listener int, req uint, arg unsafe.Pointer) unix.Errno {
-	for {
+	return untilNotInterrupted(func() unix.Errno {
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), uintptr(req), uintptr(arg))
-		if e != unix.EINTR {
+		return e
+	})
+}
+
+// untilNotInterrupted calls f until it fails with something other than
+// EINTR, and returns that.
+func untilNotInterrupted(f func() unix.Errno) unix.Errno {
+	for {
+		if e := f(); e != unix.EINTR {
 			return e
 		}
 	}
