@@ -28,6 +28,10 @@ def test_state_follows_an_open(neuron_host):
 def test_reset_failure(neuron_host):
     neuron_host.inject("reset-fail")
     assert neuron_host.faults() == ["reset-fail"]
+    # The driver takes a reset only while nobody has the device open. The
+    # last test's close returned before a FUSE mount's release reached the
+    # daemon (FUSE sends RELEASE asynchronously), so wait for it.
+    neuron_host.wait_for(lambda s: s["devices"][0]["opens"] == 0)
     with open("/sys/class/neuron_device/neuron0/reset", "w") as f:
         f.write("1\n")
     st = neuron_host.wait_for(lambda s: s["devices"][0]["state"] == "invalid")
