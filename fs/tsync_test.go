@@ -24,7 +24,7 @@ import (
 // the TOP_SP's program, started by its tsync doorbell, releases them;
 // each engine writes its timestamp notification (picosecond clock of the
 // core's NOTIFIC block, between the clock read before the doorbell and
-// after) and halts; every START_CTRL reads stopped inside libnrt's
+// after, in no order among the engines) and halts; every START_CTRL reads stopped inside libnrt's
 // 1000 ms budget.
 func TestTsyncV2Replay(t *testing.T) {
 	c := newProgClientConfig(t, device.Config{Instance: "trn1.2xlarge"})
@@ -71,6 +71,9 @@ func TestTsyncV2Replay(t *testing.T) {
 	rang := time.Now()
 	bar.write(top+tsyncSignal, 1, 0)
 
+	// The TOP_SP releases every engine at once and they run side by side,
+	// as on the chip: each stamp lies between the clock reads, in no
+	// order among the engines.
 	var last uint64
 	for e, q := range c.nqs {
 		rec := c.next(q)
@@ -79,13 +82,13 @@ func TestTsyncV2Replay(t *testing.T) {
 		if rec[3]&0x3f != dhal.EngineNotifyType[e] || ext != hint+uint16(e) {
 			t.Errorf("%v: record %x, want type %#x, debug_hint_extended %#x", seq.Engine(e), rec, dhal.EngineNotifyType[e], hint+e)
 		}
-		if stamp < before || stamp < last {
-			t.Errorf("%v: timestamp %d ps; clock before the doorbell %d, previous engine's %d", seq.Engine(e), stamp, before, last)
+		if stamp < before {
+			t.Errorf("%v: timestamp %d ps before the clock read before the doorbell (%d)", seq.Engine(e), stamp, before)
 		}
-		last = stamp
+		last = max(last, stamp)
 	}
 	if after := clock(); last > after {
-		t.Errorf("last timestamp %d ps after the clock read afterwards (%d)", last, after)
+		t.Errorf("latest timestamp %d ps after the clock read afterwards (%d)", last, after)
 	}
 	for i, local := range locals {
 		for bar.read(local + startCtrl)[0]&1 != 0 {
